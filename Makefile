@@ -1,0 +1,28 @@
+# The two commands: `make demo` runs graphfuse on a bundled example, `make test` runs every
+# test. Both create .venv when it is missing and install the project with pinned dependencies.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test pytest lit clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/graphfuse stats examples/transformer_block.mlir
+	$(BIN)/graphfuse run examples/transformer_block.mlir --seed 0
+
+pytest: $(STAMP)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest
+
+lit: $(STAMP)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/lit -v lit_tests
+
+test: pytest lit
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""graphfuse's dialects: `graph` (tensor ops with fusion kinds); installed as graphfuse.dialects."""

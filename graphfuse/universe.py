@@ -1,0 +1,23 @@
+"""graphfuse's dialects and passes for `xdsl-opt`, found through the `xdsl.universe` entry point.
+
+Each name maps to a lazy getter, so `xdsl-opt` start-up imports nothing of ours until a file
+or pipeline asks for it (as xDSL's own `xdsl/transforms/__init__.py` does).
+"""
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+from xdsl.passes import ModulePass
+from xdsl.universe import Universe
+
+
+def _get_graph_dialect() -> Dialect:
+    from graphfuse.dialects.graph import Graph
+
+    return Graph
+
+
+ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _get_graph_dialect}
+ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {}
+
+GRAPHFUSE_UNIVERSE = Universe(all_dialects=ALL_DIALECTS, all_passes=ALL_PASSES)

@@ -1,0 +1,1 @@
+"""Lowerings from the graph dialect down to upstream MLIR; installed as graphfuse.lowering."""

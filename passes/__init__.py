@@ -1,0 +1,1 @@
+"""graphfuse's analyses, fusion passes and rewrite patterns; installed as graphfuse.passes."""
