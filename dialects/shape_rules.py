@@ -44,9 +44,10 @@ def broadcast_shapes(*shapes: Sequence[int]) -> Shape:
         dims.discard(1)
         if len(dims) > 1:
             pretty = " and ".join(format_shape(s) for s in shapes)
+            sizes = " and ".join(str(d) for d in sorted(dims))
             raise VerifyException(
                 f"operand shapes {pretty} are not broadcast-compatible "
-                f"(dimension #{i} of the broadcast result: {sorted(dims)})"
+                f"(sizes {sizes} meet at result dimension #{i})"
             )
         result.append(dims.pop() if dims else 1)
     return tuple(result)

@@ -1,0 +1,138 @@
+"""The `graphfuse` command: doctor, stats, run.
+
+Every failure the user can cause (unreadable or invalid file, wrong arguments, missing
+tool) ends as one `graphfuse: error: ...` line and exit status 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException
+
+from graphfuse import toolchain
+from graphfuse.dialects.graph import FusionKind, fusion_kind
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Print each external tool, where it was found and its version, or how to install it."""
+    missing_required = False
+    for tool in toolchain.TOOLS:
+        found = toolchain.find_tool(tool)
+        if found is None:
+            optional = tool.name == "ptxas"
+            missing_required |= not optional
+            status = "optional, " if optional else ""
+            print(f"{tool.name:15} MISSING ({status}{tool.purpose}); install: {tool.install_hint}")
+            continue
+        print(f"{tool.name:15} {found.path} [{found.source}] {toolchain.tool_version(found)}")
+        if tool.name == "llc":
+            nvptx = "yes" if toolchain.llc_has_nvptx(found) else "NO"
+            print(f"{'':15} NVPTX target: {nvptx}")
+    return 1 if missing_required else 0
+
+
+def _load(path: str) -> ModuleOp:
+    from graphfuse.parsing import parse_file
+
+    return parse_file(path)
+
+
+def op_counts(module: ModuleOp) -> tuple[Counter[FusionKind], Counter[str]]:
+    """Ops inside functions, counted by fusion kind and by name (terminators left out)."""
+    by_kind: Counter[FusionKind] = Counter()
+    by_name: Counter[str] = Counter()
+    for function in module.ops:
+        if not isinstance(function, func.FuncOp):
+            continue
+        for op in function.body.walk():
+            if isinstance(op, func.ReturnOp) or op.name == "graph.yield":
+                continue
+            by_kind[fusion_kind(op)] += 1
+            by_name[op.name] += 1
+    return by_kind, by_name
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    """Print op counts by fusion kind and by op for a graph file."""
+    module = _load(args.file)
+    by_kind, by_name = op_counts(module)
+    print(f"{args.file}: {sum(by_kind.values())} ops")
+    print("by fusion kind:")
+    for kind in sorted(by_kind, key=lambda k: k.rank):
+        print(f"  {kind.value:22} {by_kind[kind]:5}")
+    print("by op:")
+    for name, count in sorted(by_name.items(), key=lambda item: (-item[1], item[0])):
+        print(f"  {name:22} {count:5}")
+    return 0
+
+
+def _describe(array: np.ndarray) -> str:
+    shape = "x".join(str(d) for d in array.shape) or "scalar"
+    flat = array.reshape(-1)
+    head = ", ".join(f"{v:.4g}" if array.dtype.kind == "f" else str(v) for v in flat[:4])
+    stats = ""
+    if flat.size and array.dtype.kind in "fiu":
+        values = flat.astype(np.float64)
+        stats = f" mean={values.mean():.6g} min={values.min():.6g} max={values.max():.6g}"
+    return f"{shape} {array.dtype}{stats} [{head}{', ...' if flat.size > 4 else ''}]"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a function on random inputs in the reference interpreter and summarise results."""
+    from graphfuse import reference
+
+    module = _load(args.file)
+    function = reference.find_function(module, args.entry)
+    inputs = reference.random_inputs(function, args.seed)
+    results = reference.run(module, args.entry, *inputs)
+    print(f"@{args.entry} on random inputs (seed {args.seed}), reference interpreter:")
+    for index, array in enumerate(inputs):
+        print(f"  arg #{index}:    {_describe(array)}")
+    for index, array in enumerate(results):
+        print(f"  result #{index}: {_describe(array)}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="graphfuse", description="Operator-fusion compiler for neural-network graphs."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    doctor = commands.add_parser("doctor", help="list the external tools and their versions")
+    doctor.set_defaults(handler=cmd_doctor)
+    stats = commands.add_parser("stats", help="op counts by fusion kind")
+    stats.add_argument("file", help="graph-dialect .mlir file")
+    stats.set_defaults(handler=cmd_stats)
+    run = commands.add_parser("run", help="run a function on random inputs (reference)")
+    run.add_argument("file", help="graph-dialect .mlir file")
+    run.add_argument("--entry", default="main", help="function to run (default: main)")
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.set_defaults(handler=cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `graphfuse` command."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except DiagnosticException as error:
+        print(f"graphfuse: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # Output piped into `head` and the like: not an error of ours.
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
