@@ -195,10 +195,10 @@ def slice_shape(
             f"{len(starts)} and {len(strides)}"
         )
     for i, (dim, start, size, stride) in enumerate(zip(shape, starts, sizes, strides)):
-        if stride < 1 or start < 0:
-            raise VerifyException(
-                f"dimension #{i}: start {start} must be >= 0 and stride {stride} >= 1"
-            )
+        if start < 0:
+            raise VerifyException(f"dimension #{i}: start {start} is negative")
+        if stride < 1:
+            raise VerifyException(f"dimension #{i}: stride {stride} is not positive")
         if size > 0 and start + (size - 1) * stride >= dim:
             raise VerifyException(
                 f"dimension #{i}: slice of {size} from {start} with stride {stride} "
