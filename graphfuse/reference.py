@@ -457,6 +457,10 @@ for _op_type in graph.Graph.operations:
 register_impls(GraphFunctions)
 
 
+# Arrays convert to an element type of the same family only: floats, integers, booleans.
+_KIND_GROUP = {"f": "float", "i": "int", "u": "int", "b": "bool"}
+
+
 def _check_arguments(function: func.FuncOp, arrays: Sequence[Any]) -> list[Array]:
     inputs = function.function_type.inputs.data
     name = function.sym_name.data
@@ -472,7 +476,7 @@ def _check_arguments(function: func.FuncOp, arrays: Sequence[Any]) -> list[Array
                 f"expected {rules.format_shape(typ.get_shape())}"
             )
         dtype = numpy_dtype(typ.get_element_type())
-        if not np.can_cast(value.dtype, dtype, casting="same_kind"):
+        if _KIND_GROUP.get(value.dtype.kind) != _KIND_GROUP[dtype.kind]:
             raise GraphfuseError(
                 f"@{name} argument #{index} has dtype {value.dtype}, expected {dtype} "
                 f"({typ.get_element_type()})"
