@@ -1,0 +1,107 @@
+"""The `graphfuse` command: one-line diagnostics for bad input, and its normal output."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def graphfuse(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "graphfuse.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def _assert_one_line_error(run: subprocess.CompletedProcess[str], pattern: str) -> None:
+    assert run.returncode == 1
+    assert "Traceback" not in run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert re.search(pattern, lines[0]), lines[0]
+
+
+BAD_INPUTS = {
+    "malformed": (
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = graph.exp %x : tensor<4xf32\n",
+        r"^graphfuse: error: .*bad\.mlir:3:1: Expected '>' after builtin parameter list$",
+    ),
+    "unknown_op": (
+        "func.func @main(%x: tensor<4xf32>) {\n  %0 = graph.frobnicate %x : tensor<4xf32>\n  func.return\n}\n",
+        r"bad\.mlir:2:\d+: Operation graph.frobnicate is not registered",
+    ),
+    "wrong_shapes": (
+        "func.func @main(%x: tensor<4x8xf32>, %y: tensor<3xf32>) {\n"
+        "  %0 = graph.add %x, %y : (tensor<4x8xf32>, tensor<3xf32>) -> tensor<4x8xf32>\n"
+        "  func.return\n}\n",
+        r"bad\.mlir:2:3: 'graph\.add' op operand shapes 4x8 and 3 are not broadcast-compatible",
+    ),
+    "wrong_element_type": (
+        "func.func @main(%x: tensor<4xf32>, %y: tensor<4xi32>) {\n"
+        "  %0 = graph.add %x, %y : (tensor<4xf32>, tensor<4xi32>) -> tensor<4xf32>\n"
+        "  func.return\n}\n",
+        r"bad\.mlir:2:3: 'graph\.add' op attribute f32 expected from variable 'E', but got i32",
+    ),
+    "nested_in_fused": (
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        '  %0 = graph.fused "k" (%x) kind = elemwise : (tensor<4xf32>) -> tensor<4xf32> {\n'
+        "  ^bb0(%a: tensor<4xf32>):\n"
+        "    %t = graph.transpose %a perm = [1] : tensor<4xf32> -> tensor<4xf32>\n"
+        "    graph.yield %t : tensor<4xf32>\n  }\n"
+        "  func.return %0 : tensor<4xf32>\n}\n",
+        r"bad\.mlir:4:5: 'graph\.transpose' op perm \[1\] is not a permutation",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+@pytest.mark.parametrize("command", ["stats", "run"])
+def test_cli_bad_input_one_line(case, command, tmp_path):
+    text, pattern = BAD_INPUTS[case]
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(text)
+    _assert_one_line_error(graphfuse(command, str(bad)), pattern)
+
+
+def test_cli_missing_file(tmp_path):
+    missing = tmp_path / "missing.mlir"
+    _assert_one_line_error(graphfuse("stats", str(missing)), r"missing\.mlir: cannot read")
+
+
+def test_cli_run_unknown_entry():
+    run = graphfuse("run", str(EXAMPLES / "resnet_block.mlir"), "--entry", "forward")
+    _assert_one_line_error(run, r"no function @forward \(functions: @main\)")
+
+
+def test_cli_stats_counts_transformer_ops():
+    run = graphfuse("stats", str(EXAMPLES / "transformer_block.mlir"))
+    assert run.returncode == 0, run.stderr
+    text = (EXAMPLES / "transformer_block.mlir").read_text()
+    # Independent count: ops written in the file, one per `= graph.` line.
+    written = re.findall(r"= (graph\.\w+)", text)
+    assert f"{len(written)} ops" in run.stdout
+    for name in set(written):
+        assert re.search(rf"{re.escape(name)}\s+{written.count(name)}\n", run.stdout), name
+    # 8 matmuls are out-elemwise-fusable; layer_norm x2, softmax, gelu are compound (opaque).
+    assert re.search(r"out_elemwise_fusable\s+8\n", run.stdout)
+    assert re.search(r"opaque\s+4\n", run.stdout)
+
+
+def test_cli_run_prints_result_summary():
+    run = graphfuse("run", str(EXAMPLES / "transformer_block.mlir"), "--seed", "3")
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"result #0: 1x128x256 float32 mean=", run.stdout)
+
+
+def test_cli_doctor_lists_every_tool():
+    run = graphfuse("doctor")
+    for tool in ("mlir-opt", "mlir-translate", "opt", "llc", "cc", "ptxas"):
+        assert re.search(rf"^{tool}\s", run.stdout, re.MULTILINE), tool
+    assert "LLVM version 22.1.8" in run.stdout
+    assert "NVPTX target: yes" in run.stdout
