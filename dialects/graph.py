@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from graphfuse.dialects import shape_rules as rules
 from xdsl.dialects.builtin import (
     I64,
     BFloat16Type,
@@ -46,8 +47,8 @@ from xdsl.irdl import (
     base,
     irdl_attr_definition,
     irdl_op_definition,
-    opt_prop_def,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -65,8 +66,6 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
-
-from graphfuse.dialects import shape_rules as rules
 
 # ---------------------------------------------------------------------------------------
 # Fusion kinds
@@ -204,9 +203,7 @@ def _i64_array(values: Sequence[int]) -> DenseArrayBase[IntegerType]:
     return DenseArrayBase.from_list(i64, values)
 
 
-def _check_result_shape(
-    op: Operation, expected: Sequence[int], why: str, index: int = 0
-) -> None:
+def _check_result_shape(op: Operation, expected: Sequence[int], why: str, index: int = 0) -> None:
     actual = _shape(op.results[index])
     if tuple(actual) != tuple(expected):
         raise VerifyException(
@@ -452,8 +449,7 @@ class SelectOp(IRDLOperation):
     result = result_def(TensorType.constr(E))
 
     assembly_format = (
-        "$condition `,` $on_true `,` $on_false attr-dict `:` "
-        "functional-type(operands, results)"
+        "$condition `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)"
     )
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.ELEMWISE))
 
@@ -510,9 +506,7 @@ class TransposeOp(ShapeOp):
 
     perm = prop_def(I64Array)
 
-    assembly_format = (
-        "$input `perm` `=` $perm attr-dict `:` type($input) `->` type($result)"
-    )
+    assembly_format = "$input `perm` `=` $perm attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue | Operation, perm: Sequence[int]):
         in_type = SSAValue.get(input).type
@@ -568,9 +562,7 @@ class ConcatOp(IRDLOperation):
     result = result_def(TensorType.constr(E))
     axis = prop_def(IntegerAttr[I64])
 
-    assembly_format = (
-        "$inputs `axis` `=` $axis attr-dict `:` functional-type(operands, results)"
-    )
+    assembly_format = "$inputs `axis` `=` $axis attr-dict `:` functional-type(operands, results)"
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.INJECTIVE))
 
     def verify_(self) -> None:
@@ -626,9 +618,7 @@ class ReduceOp(IRDLOperation, abc.ABC):
     )
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.REDUCTION))
 
-    def __init__(
-        self, input: SSAValue | Operation, axes: Sequence[int], keepdims: bool = False
-    ):
+    def __init__(self, input: SSAValue | Operation, axes: Sequence[int], keepdims: bool = False):
         in_type = SSAValue.get(input).type
         assert isinstance(in_type, TensorType)
         shape = rules.reduce_shape(in_type.get_shape(), axes, keepdims)
@@ -923,9 +913,7 @@ class BatchNormOp(IRDLOperation):
     def verify_(self) -> None:
         shape = _shape(self.input)
         if len(shape) < 2:
-            raise VerifyException(
-                f"input has rank {len(shape)}, expected at least 2 (N, C, ...)"
-            )
+            raise VerifyException(f"input has rank {len(shape)}, expected at least 2 (N, C, ...)")
         for index, operand in enumerate(self.operands[1:], start=1):
             if _shape(operand) != (shape[1],):
                 raise VerifyException(

@@ -57,8 +57,7 @@ def check_broadcastable_to(shape: Sequence[int], target: Sequence[int]) -> None:
     """`shape` broadcasts to exactly `target` (NumPy `broadcast_to`)."""
     if len(shape) > len(target) or broadcast_shapes(shape, target) != tuple(target):
         raise VerifyException(
-            f"input shape {format_shape(shape)} cannot be broadcast to "
-            f"{format_shape(target)}"
+            f"input shape {format_shape(shape)} cannot be broadcast to {format_shape(target)}"
         )
 
 
@@ -92,8 +91,7 @@ def matmul_shape(lhs: Sequence[int], rhs: Sequence[int]) -> Shape:
     """Batched matmul as NumPy: [..., M, K] x [..., K, N] -> [broadcast(...), M, N]."""
     if len(lhs) < 2 or len(rhs) < 2:
         raise VerifyException(
-            f"matmul operands must have rank >= 2, got {format_shape(lhs)} and "
-            f"{format_shape(rhs)}"
+            f"matmul operands must have rank >= 2, got {format_shape(lhs)} and {format_shape(rhs)}"
         )
     if lhs[-1] != rhs[-2]:
         raise VerifyException(
@@ -111,8 +109,7 @@ def window_output_size(
     span = dilation * (kernel - 1) + 1
     if size + pad_total < span:
         raise VerifyException(
-            f"window of extent {span} does not fit in input extent {size} "
-            f"with padding {pad_total}"
+            f"window of extent {span} does not fit in input extent {size} with padding {pad_total}"
         )
     return (size + pad_total - span) // stride + 1
 
@@ -124,9 +121,7 @@ def check_window_params(
     if len(strides) != 2 or min(strides) < 1:
         raise VerifyException(f"strides must be two positive integers, got {list(strides)}")
     if len(dilations) != 2 or min(dilations) < 1:
-        raise VerifyException(
-            f"dilations must be two positive integers, got {list(dilations)}"
-        )
+        raise VerifyException(f"dilations must be two positive integers, got {list(dilations)}")
     if len(padding) != 4 or min(padding) < 0:
         raise VerifyException(
             "padding must be four non-negative integers [top, left, bottom, right], "
@@ -185,7 +180,10 @@ def pool2d_shape(
 
 
 def slice_shape(
-    shape: Sequence[int], starts: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
+    shape: Sequence[int],
+    starts: Sequence[int],
+    sizes: Sequence[int],
+    strides: Sequence[int],
 ) -> None:
     """A strided slice of `sizes` elements from `starts` stays inside the input."""
     rank = len(shape)
@@ -194,7 +192,9 @@ def slice_shape(
             f"starts and strides need {rank} entries (the input rank), got "
             f"{len(starts)} and {len(strides)}"
         )
-    for i, (dim, start, size, stride) in enumerate(zip(shape, starts, sizes, strides)):
+    for i, (dim, start, size, stride) in enumerate(
+        zip(shape, starts, sizes, strides, strict=False)
+    ):
         if start < 0:
             raise VerifyException(f"dimension #{i}: start {start} is negative")
         if stride < 1:
@@ -212,7 +212,7 @@ def concat_shape(shapes: Sequence[Sequence[int]], axis: int) -> Shape:
     axis = normalize_axis(axis, len(first))
     for index, shape in enumerate(shapes):
         others_differ = any(
-            a != b for i, (a, b) in enumerate(zip(shape, first)) if i != axis
+            a != b for i, (a, b) in enumerate(zip(shape, first, strict=False)) if i != axis
         )
         if len(shape) != len(first) or others_differ:
             raise VerifyException(
@@ -232,7 +232,7 @@ def pad_shape(shape: Sequence[int], low: Sequence[int], high: Sequence[int]) -> 
         )
     if min((*low, *high), default=0) < 0:
         raise VerifyException(f"padding must be non-negative, got {list(low)}, {list(high)}")
-    return tuple(d + lo + hi for d, lo, hi in zip(shape, low, high))
+    return tuple(d + lo + hi for d, lo, hi in zip(shape, low, high, strict=False))
 
 
 def _count(shape: Sequence[int]) -> int:

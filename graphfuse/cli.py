@@ -92,9 +92,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     function = reference.find_function(module, args.entry)
     inputs = reference.random_inputs(function, args.seed)
     results = reference.run(module, args.entry, *inputs)
-    print(f"@{args.entry} on random inputs (seed {args.seed}), reference interpreter:")
-    for index, array in enumerate(inputs):
-        print(f"  arg #{index}:    {_describe(array)}")
+    print(
+        f"@{args.entry} on {len(inputs)} random inputs (seed {args.seed}), reference interpreter:"
+    )
+    if args.show_inputs:
+        for index, array in enumerate(inputs):
+            print(f"  arg #{index}:    {_describe(array)}")
     for index, array in enumerate(results):
         print(f"  result #{index}: {_describe(array)}")
     return 0
@@ -114,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("file", help="graph-dialect .mlir file")
     run.add_argument("--entry", default="main", help="function to run (default: main)")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument("--show-inputs", action="store_true", help="summarise the inputs too")
     run.set_defaults(handler=cmd_run)
     return parser
 

@@ -254,11 +254,13 @@ def sort(x: Array, axis: int, descending: bool) -> Array:
     return np.flip(result, axis=axis) if descending else result
 
 
-def strided_slice(x: Array, starts: Sequence[int], sizes: Sequence[int], strides: Sequence[int]) -> Array:
+def strided_slice(
+    x: Array, starts: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
+) -> Array:
     """x[starts + i * strides] for i < sizes, per dimension."""
     index = tuple(
         slice(start, start + (size - 1) * stride + 1, stride) if size else slice(start, start)
-        for start, size, stride in zip(starts, sizes, strides)
+        for start, size, stride in zip(starts, sizes, strides, strict=False)
     )
     return x[index]
 
@@ -340,7 +342,7 @@ _WITH_PARAMS: dict[type[Operation], OpSemantics] = {
     ),
     graph.PadOp: lambda op, a: np.pad(
         a[0],
-        tuple(zip(op.low.get_values(), op.high.get_values())),
+        tuple(zip(op.low.get_values(), op.high.get_values(), strict=False)),
         constant_values=op.value.value.data,
     ),
     graph.ReduceSumOp: _reduce,
@@ -467,7 +469,7 @@ def _check_arguments(function: func.FuncOp, arrays: Sequence[Any]) -> list[Array
     if len(arrays) != len(inputs):
         raise GraphfuseError(f"@{name} takes {len(inputs)} arguments, got {len(arrays)}")
     checked: list[Array] = []
-    for index, (array, typ) in enumerate(zip(arrays, inputs)):
+    for index, (array, typ) in enumerate(zip(arrays, inputs, strict=False)):
         assert isinstance(typ, TensorType)
         value = np.asarray(array)
         if value.shape != typ.get_shape():

@@ -116,16 +116,16 @@ def require_tool(name: str) -> FoundTool:
                 f"{tool.env_var}={os.environ[tool.env_var]} does not name an executable "
                 f"{tool.name}; fix or unset it"
             )
-        raise ToolchainError(f"{tool.name} not found ({tool.purpose}); install it: {tool.install_hint}")
+        raise ToolchainError(
+            f"{tool.name} not found ({tool.purpose}); install it: {tool.install_hint}"
+        )
     return found
 
 
 def tool_version(found: FoundTool) -> str:
     """The first version line the tool prints, or why it printed none."""
     try:
-        run = subprocess.run(
-            [found.path, "--version"], capture_output=True, text=True, timeout=30
-        )
+        run = subprocess.run([found.path, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"does not run: {error}"
     lines = [line.strip() for line in (run.stdout + run.stderr).splitlines() if line.strip()]

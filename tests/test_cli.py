@@ -15,7 +15,10 @@ EXAMPLES = ROOT / "examples"
 
 def graphfuse(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "graphfuse.cli", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "graphfuse.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

@@ -33,20 +33,40 @@ def test_xdsl_opt_parses_graph_file():
 def test_non_editable_install_imports(tmp_path):
     # Build from a copy so the checkout gets no build/ or egg-info litter.
     source = tmp_path / "src"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__", "Output"))
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", "build", "*.egg-info", "__pycache__", "Output"
+        ),
+    )
     target = tmp_path / "site"
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(target), str(source)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            str(source),
+        ],
         capture_output=True,
         text=True,
     )
     assert build.returncode == 0, build.stderr
     assert (target / "graphfuse" / "dialects" / "graph.py").is_file()
     check = subprocess.run(
-        [sys.executable, "-c",
-         "import graphfuse.dialects.graph as g, graphfuse.passes, graphfuse.lowering, "
-         "graphfuse.reference; print(g.__file__)"],
+        [
+            sys.executable,
+            "-c",
+            "import graphfuse.dialects.graph as g, graphfuse.passes, graphfuse.lowering, "
+            "graphfuse.reference; print(g.__file__)",
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,

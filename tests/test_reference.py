@@ -57,7 +57,10 @@ def test_unary_op_matches_elementwise_math(op, rng):
     np.testing.assert_allclose(out, expected, rtol=2e-6, atol=2e-6)
 
 
-@pytest.mark.parametrize(("op", "fn"), [("log", math.log), ("sqrt", math.sqrt), ("rsqrt", lambda v: 1 / math.sqrt(v))])
+@pytest.mark.parametrize(
+    ("op", "fn"),
+    [("log", math.log), ("sqrt", math.sqrt), ("rsqrt", lambda v: 1 / math.sqrt(v))],
+)
 def test_unary_positive_domain_ops(op, fn, rng):
     x = rng.uniform(0.1, 4, (7,)).astype(np.float32)
     (out,) = run_text(_unary(op, "tensor<7xf32>"), x)
@@ -66,9 +69,16 @@ def test_unary_positive_domain_ops(op, fn, rng):
 
 def test_gelu_tanh_approximation(rng):
     x = rng.uniform(-3, 3, (16,)).astype(np.float32)
-    text = _single("graph.gelu %x approximate = tanh : tensor<16xf32>", "%x: tensor<16xf32>", "tensor<16xf32>")
+    text = _single(
+        "graph.gelu %x approximate = tanh : tensor<16xf32>",
+        "%x: tensor<16xf32>",
+        "tensor<16xf32>",
+    )
     (out,) = run_text(text, x)
-    expected = [0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v**3))) for v in x.astype(float)]
+    expected = [
+        0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v**3)))
+        for v in x.astype(float)
+    ]
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
 
 
@@ -95,26 +105,39 @@ def test_binary_op_broadcasts_like_numpy(op, fn, rng):
 def test_pow_on_floats(rng):
     a = rng.uniform(0.5, 2, (6,)).astype(np.float32)
     b = rng.uniform(-2, 2, (6,)).astype(np.float32)
-    (out,) = run_text(_binary("pow", "tensor<6xf32>", "tensor<6xf32>", "tensor<6xf32>"), a, b)
-    np.testing.assert_allclose(out, [float(x) ** float(y) for x, y in zip(a, b)], rtol=1e-5)
+    (out,) = run_text(
+        _binary("pow", "tensor<6xf32>", "tensor<6xf32>", "tensor<6xf32>"), a, b
+    )
+    np.testing.assert_allclose(out, [float(x) ** float(y) for x, y in zip(a, b, strict=False)], rtol=1e-5)
 
 
 def test_integer_div_truncates_toward_zero():
     a = np.array([7, -7, 7, -7, 0, 5], dtype=np.int32)
     b = np.array([2, 2, -2, -2, 3, -5], dtype=np.int32)
-    (out,) = run_text(_binary("div", "tensor<6xi32>", "tensor<6xi32>", "tensor<6xi32>"), a, b)
+    (out,) = run_text(
+        _binary("div", "tensor<6xi32>", "tensor<6xi32>", "tensor<6xi32>"), a, b
+    )
     assert out.dtype == np.int32
-    assert out.tolist() == [int(x / y) for x, y in zip(a.tolist(), b.tolist())]
+    assert out.tolist() == [int(x / y) for x, y in zip(a.tolist(), b.tolist(), strict=False)]
 
 
 @pytest.mark.parametrize(
     ("pred", "fn"),
-    [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)],
+    [
+        ("eq", np.equal),
+        ("ne", np.not_equal),
+        ("lt", np.less),
+        ("le", np.less_equal),
+        ("gt", np.greater),
+        ("ge", np.greater_equal),
+    ],
 )
 def test_compare_predicates(pred, fn):
     a = np.array([[1, 2, 3]], dtype=np.int64)
     b = np.array([[2], [2]], dtype=np.int64)
-    text = _binary("compare", "tensor<1x3xi64>", "tensor<2x1xi64>", "tensor<2x3xi1>", f"{pred}, ")
+    text = _binary(
+        "compare", "tensor<1x3xi64>", "tensor<2x1xi64>", "tensor<2x3xi1>", f"{pred}, "
+    )
     (out,) = run_text(text, a, b)
     assert out.dtype == np.bool_
     assert out.tolist() == fn(a, b).tolist()
@@ -163,8 +186,14 @@ func.func @main(%x: tensor<2x3x4xf32>, %y: tensor<2x3x2xf32>) -> (tensor<5x2x3x4
     bcast, reshaped, transposed, sliced, concat, padded = run_text(text, x, y)
     assert all((bcast[i] == x).all() for i in range(5))
     assert reshaped.tolist() == [list(x[i // 3, i % 3]) for i in range(6)]
-    assert all(transposed[k, i, j] == x[i, j, k] for i, j, k in itertools.product(range(2), range(3), range(4)))
-    assert all(sliced[i, j, k] == x[i, 1 + j, 1 + 2 * k] for i, j, k in itertools.product(range(2), range(2), range(2)))
+    assert all(
+        transposed[k, i, j] == x[i, j, k]
+        for i, j, k in itertools.product(range(2), range(3), range(4))
+    )
+    assert all(
+        sliced[i, j, k] == x[i, 1 + j, 1 + 2 * k]
+        for i, j, k in itertools.product(range(2), range(2), range(2))
+    )
     assert (concat[..., :4] == x).all() and (concat[..., 4:] == y).all()
     assert (padded[1:3, :, 1:7] == concat).all()
     border = padded.copy()
@@ -173,9 +202,17 @@ func.func @main(%x: tensor<2x3x4xf32>, %y: tensor<2x3x2xf32>) -> (tensor<5x2x3x4
 
 
 @pytest.mark.parametrize(
-    ("op", "fn"), [("reduce_sum", np.sum), ("reduce_max", np.max), ("reduce_min", np.min), ("reduce_mean", np.mean)]
+    ("op", "fn"),
+    [
+        ("reduce_sum", np.sum),
+        ("reduce_max", np.max),
+        ("reduce_min", np.min),
+        ("reduce_mean", np.mean),
+    ],
 )
-@pytest.mark.parametrize(("axes", "keepdims"), [((1,), False), ((-1, 0), True), ((0, 1, 2), False)])
+@pytest.mark.parametrize(
+    ("axes", "keepdims"), [((1,), False), ((-1, 0), True), ((0, 1, 2), False)]
+)
 def test_reductions(op, fn, axes, keepdims, rng):
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
     expected = fn(x.astype(np.float64), axis=axes, keepdims=keepdims)
@@ -194,7 +231,11 @@ def test_reductions(op, fn, axes, keepdims, rng):
 
 def test_integer_reduce_sum_wraps_to_element_type():
     x = np.array([[1, 2], [3, 4]], dtype=np.int32)
-    text = _single("graph.reduce_sum %x axes = [0] : tensor<2x2xi32> -> tensor<2xi32>", "%x: tensor<2x2xi32>", "tensor<2xi32>")
+    text = _single(
+        "graph.reduce_sum %x axes = [0] : tensor<2x2xi32> -> tensor<2xi32>",
+        "%x: tensor<2x2xi32>",
+        "tensor<2xi32>",
+    )
     (out,) = run_text(text, x)
     assert out.dtype == np.int32 and out.tolist() == [4, 6]
 
@@ -202,10 +243,14 @@ def test_integer_reduce_sum_wraps_to_element_type():
 def test_batched_matmul_with_broadcast_batch(rng):
     a = rng.standard_normal((2, 1, 3, 4)).astype(np.float32)
     b = rng.standard_normal((5, 4, 6)).astype(np.float32)
-    text = _binary("matmul", "tensor<2x1x3x4xf32>", "tensor<5x4x6xf32>", "tensor<2x5x3x6xf32>")
+    text = _binary(
+        "matmul", "tensor<2x1x3x4xf32>", "tensor<5x4x6xf32>", "tensor<2x5x3x6xf32>"
+    )
     (out,) = run_text(text, a, b)
     for i, j in itertools.product(range(2), range(5)):
-        np.testing.assert_allclose(out[i, j], a[i, 0].astype(float) @ b[j].astype(float), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            out[i, j], a[i, 0].astype(float) @ b[j].astype(float), rtol=1e-5, atol=1e-5
+        )
 
 
 def _naive_conv2d(x, w, strides, padding, dilations, groups):
@@ -229,7 +274,12 @@ def _naive_conv2d(x, w, strides, padding, dilations, groups):
 
 @pytest.mark.parametrize(
     ("strides", "padding", "dilations", "groups"),
-    [((1, 1), (0, 0, 0, 0), (1, 1), 1), ((2, 1), (1, 2, 0, 1), (1, 1), 1), ((1, 2), (1, 1, 1, 1), (2, 1), 2), ((1, 1), (1, 1, 1, 1), (1, 1), 4)],
+    [
+        ((1, 1), (0, 0, 0, 0), (1, 1), 1),
+        ((2, 1), (1, 2, 0, 1), (1, 1), 1),
+        ((1, 2), (1, 1, 1, 1), (2, 1), 2),
+        ((1, 1), (1, 1, 1, 1), (1, 1), 4),
+    ],
 )
 def test_conv2d_against_loops(strides, padding, dilations, groups, rng):
     x = rng.standard_normal((2, 4, 7, 6)).astype(np.float32)
@@ -260,7 +310,9 @@ def _naive_pool(x, kernel, strides, padding, mode, include_pad=False):
         if mode == "max":
             out[b, ch, i, j] = max(values)
         else:
-            out[b, ch, i, j] = sum(values) / (kernel[0] * kernel[1] if include_pad else len(values))
+            out[b, ch, i, j] = sum(values) / (
+                kernel[0] * kernel[1] if include_pad else len(values)
+            )
     return out
 
 
@@ -293,7 +345,9 @@ func.func @main(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>) {
     soft, log_soft = run_text(text, x)
     e = np.exp(x.astype(np.float64))
     np.testing.assert_allclose(soft, e / e.sum(axis=0), rtol=1e-5)
-    np.testing.assert_allclose(log_soft, np.log(e / e.sum(axis=1, keepdims=True)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        log_soft, np.log(e / e.sum(axis=1, keepdims=True)), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_layer_norm_over_trailing_dims(rng):
@@ -354,8 +408,15 @@ def test_external_kernel_runs_registered_function():
 
 
 def test_external_kernel_unregistered_is_a_diagnostic():
-    text = _single('graph.external "nobody"(%a) : (tensor<3xf32>) -> tensor<3xf32>', "%a: tensor<3xf32>", "tensor<3xf32>")
-    with pytest.raises(GraphfuseError, match=r"test.mlir:2:3: 'graph.external' op no implementation of external kernel 'nobody'"):
+    text = _single(
+        'graph.external "nobody"(%a) : (tensor<3xf32>) -> tensor<3xf32>',
+        "%a: tensor<3xf32>",
+        "tensor<3xf32>",
+    )
+    with pytest.raises(
+        GraphfuseError,
+        match=r"test.mlir:2:3: 'graph.external' op no implementation of external kernel 'nobody'",
+    ):
         run_text(text, np.ones(3, np.float32))
 
 
@@ -406,16 +467,30 @@ func.func @main() -> (tensor<2xf32>, tensor<2xf16>, tensor<2xbf16>, tensor<2xi32
   func.return %0, %1, %2, %3, %4, %5 : tensor<2xf32>, tensor<2xf16>, tensor<2xbf16>, tensor<2xi32>, tensor<2xi64>, tensor<2xi1>
 }"""
     values = run_text(text)
-    assert [v.dtype for v in values] == [np.float32, np.float16, np.float32, np.int32, np.int64, np.bool_]
+    assert [v.dtype for v in values] == [
+        np.float32,
+        np.float16,
+        np.float32,
+        np.int32,
+        np.int64,
+        np.bool_,
+    ]
     assert [v.tolist() for v in values] == [
-        [1.5, -2.0], [1.5, -2.0], [1.5, -2.0], [7, -3], [8000000000, -1], [True, False]
+        [1.5, -2.0],
+        [1.5, -2.0],
+        [1.5, -2.0],
+        [7, -3],
+        [8000000000, -1],
+        [True, False],
     ]
 
 
 def test_round_to_bf16_ties_to_even():
     one = 1.0
     ulp = 2.0**-7  # bf16 keeps 7 mantissa bits
-    x = np.array([one + ulp / 2, one + 3 * ulp / 2, one + ulp / 4, np.inf, np.nan], dtype=np.float32)
+    x = np.array(
+        [one + ulp / 2, one + 3 * ulp / 2, one + ulp / 4, np.inf, np.nan], dtype=np.float32
+    )
     rounded = reference.round_to_bf16(x)
     assert rounded[:4].tolist() == [1.0, one + 2 * ulp, 1.0, np.inf]
     assert np.isnan(rounded[4])
@@ -428,7 +503,9 @@ def test_half_precision_computes_in_f32_and_rounds(rng):
     assert (bf == expected).all()
     (half,) = run_text(_unary("tanh", "tensor<16xf16>"), x.astype(np.float16))
     assert half.dtype == np.float16
-    assert (half == np.tanh(x.astype(np.float16).astype(np.float32)).astype(np.float16)).all()
+    assert (
+        half == np.tanh(x.astype(np.float16).astype(np.float32)).astype(np.float16)
+    ).all()
 
 
 def test_arguments_are_checked():
@@ -450,6 +527,8 @@ def test_float64_arguments_convert_to_f32():
 
 
 def test_non_graph_op_is_a_diagnostic():
-    text = _single("arith.addf %x, %x : tensor<2xf32>", "%x: tensor<2xf32>", "tensor<2xf32>")
+    text = _single(
+        "arith.addf %x, %x : tensor<2xf32>", "%x: tensor<2xf32>", "tensor<2xf32>"
+    )
     with pytest.raises(GraphfuseError, match="cannot interpret"):
         run_text(text, np.zeros(2, np.float32))

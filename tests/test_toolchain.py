@@ -32,21 +32,28 @@ def test_environment_variable_overrides(monkeypatch, tmp_path):
 
 def test_environment_variable_to_nothing_is_reported(monkeypatch, tmp_path):
     monkeypatch.setenv("GRAPHFUSE_LLC", str(tmp_path / "nope"))
-    with pytest.raises(toolchain.ToolchainError, match="GRAPHFUSE_LLC=.*does not name an executable llc"):
+    with pytest.raises(
+        toolchain.ToolchainError, match="GRAPHFUSE_LLC=.*does not name an executable llc"
+    ):
         toolchain.require_tool("llc")
 
 
 def test_missing_tool_names_install_command(monkeypatch):
     monkeypatch.delenv("GRAPHFUSE_PTXAS", raising=False)
     monkeypatch.setenv("PATH", "")
-    with pytest.raises(toolchain.ToolchainError, match="ptxas not found .*install the CUDA toolkit"):
+    with pytest.raises(
+        toolchain.ToolchainError, match="ptxas not found .*install the CUDA toolkit"
+    ):
         toolchain.require_tool("ptxas")
 
 
 def test_doctor_prints_install_command_for_missing_tool(tmp_path):
     env = dict(os.environ, GRAPHFUSE_OPT=str(tmp_path / "missing-opt"))
     run = subprocess.run(
-        [sys.executable, "-m", "graphfuse.cli", "doctor"], capture_output=True, text=True, env=env
+        [sys.executable, "-m", "graphfuse.cli", "doctor"],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert run.returncode == 1
     assert "opt             MISSING" in run.stdout

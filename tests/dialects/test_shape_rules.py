@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from xdsl.utils.exceptions import VerifyException
-
 from graphfuse.dialects import shape_rules as rules
+from xdsl.utils.exceptions import VerifyException
 
 
 @pytest.mark.parametrize(
