@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test pytest lit clean
+.PHONY: demo test pytest lit lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,11 @@ pytest: $(STAMP)
 lit: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/lit -v lit_tests
 
-test: pytest lit
+lint: $(STAMP)
+	$(BIN)/ruff check --quiet .
+	$(BIN)/ruff format --check --quiet graphfuse dialects passes lowering
+
+test: pytest lit lint
 
 clean:
 	rm -rf $(VENV) build *.egg-info
