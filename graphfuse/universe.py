@@ -17,7 +17,22 @@ def _get_graph_dialect() -> Dialect:
     return Graph
 
 
+def _get_graph_fuse() -> type[ModulePass]:
+    from graphfuse.passes.graph_fuse import GraphFusePass
+
+    return GraphFusePass
+
+
+def _get_graph_fusion_report() -> type[ModulePass]:
+    from graphfuse.passes.graph_fusion_report import GraphFusionReportPass
+
+    return GraphFusionReportPass
+
+
 ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _get_graph_dialect}
-ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {}
+ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "graph-fuse": _get_graph_fuse,
+    "graph-fusion-report": _get_graph_fusion_report,
+}
 
 GRAPHFUSE_UNIVERSE = Universe(all_dialects=ALL_DIALECTS, all_passes=ALL_PASSES)

@@ -1,0 +1,87 @@
+"""The `graph-fuse` pass: partition each function's ops into kernels and outline them.
+
+```mlir
+// before                                   // after graph-fuse
+%c = graph.conv2d %x, %w : ...              %0 = graph.fused "fused_conv2d_add_relu"(%x, %w, %b)
+%a = graph.add %c, %b : ...                        kind = out_elemwise_fusable : ... {
+%r = graph.relu %a : ...                      ^bb0(...): conv2d, add, relu; graph.yield
+func.return %r : ...                        }
+```
+
+Steps (TVM FuseOps): dataflow graph -> post-dominator tree -> union-find partition in
+three phases -> outline every group holding a graph op. Ops of other dialects and existing
+`graph.fused` kernels are opaque nodes: never fused, left where they are, which also makes
+the pass idempotent. With `explain=true` every candidate fusion is printed, one `//` line
+each, ahead of the module so the output still parses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from graphfuse.dialects import graph
+from graphfuse.passes.dataflow import DataflowGraph
+from graphfuse.passes.outline import outline, sort_block
+from graphfuse.passes.partition import Partitioner
+
+DEFAULT_MAX_DEPTH = 256
+"""TVM's default cap on ops per fused function (relay.FuseOps.max_depth)."""
+
+
+def functions(module: ModuleOp) -> Iterator[func.FuncOp]:
+    """The module's functions that have a body."""
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.body.blocks:
+            yield op
+
+
+def _is_outlinable(dag: DataflowGraph, index: int) -> bool:
+    op = dag.nodes[index].op
+    return op.dialect_name() == "graph" and not isinstance(op, graph.FusedOp)
+
+
+def fuse_function(function: func.FuncOp, max_depth: int) -> list[str]:
+    """Fuse one function in place; returns the explanation lines of its decisions."""
+    block = function.body.block
+    dag = DataflowGraph.from_block(block)
+    partitioner = Partitioner(dag, max_depth)
+    groups = partitioner.run()
+    lines = [
+        f"@{function.sym_name.data}: {decision.render(dag)}" for decision in partitioner.decisions
+    ]
+    for members in groups:
+        if not all(_is_outlinable(dag, i) for i in members):
+            assert len(members) == 1, "an opaque op was fused"
+            continue
+        kind = partitioner.groups.root_kind(members[0])
+        outline([dag.nodes[i].op for i in members], kind)
+    sort_block(block)
+    return lines
+
+
+@dataclass(frozen=True)
+class GraphFusePass(ModulePass):
+    """Fuse graph ops into `graph.fused` kernels (TVM FuseOps rules, see module docstring)."""
+
+    name = "graph-fuse"
+
+    max_depth: int = DEFAULT_MAX_DEPTH
+    """Most ops one kernel may hold (TVM's max_depth)."""
+
+    explain: bool = False
+    """Print every accepted and rejected candidate fusion with its reason."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.max_depth < 1:
+            raise PassFailedException(f"graph-fuse: max-depth must be >= 1, got {self.max_depth}")
+        for function in functions(op):
+            lines = fuse_function(function, self.max_depth)
+            if self.explain:
+                print("\n".join(f"// graph-fuse: {line}" for line in lines))
