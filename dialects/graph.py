@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from graphfuse.dialects import shape_rules as rules
 from xdsl.dialects.builtin import (
     I64,
     BFloat16Type,
@@ -66,6 +65,8 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
+
+from graphfuse.dialects import shape_rules as rules
 
 # ---------------------------------------------------------------------------------------
 # Fusion kinds

@@ -32,7 +32,8 @@ class Decision:
     def render(self, dag: DataflowGraph) -> str:
         target = "exit" if self.sink is None else dag.label(self.sink)
         verdict = "fused" if self.accepted else "not fused"
-        return f"[phase {int(self.phase)}] {dag.label(self.source)} -> {target}: {verdict}, {self.reason}"
+        phase = int(self.phase)
+        return f"[phase {phase}] {dag.label(self.source)} -> {target}: {verdict}, {self.reason}"
 
 
 class GroupSet:

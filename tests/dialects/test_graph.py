@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from graphfuse.dialects import graph
-from graphfuse.dialects.graph import CompoundOp, FusionKind, FusionKindTrait, fusion_kind
 from xdsl.builder import ImplicitBuilder
 from xdsl.context import Context
 from xdsl.dialects import arith, func
@@ -12,6 +10,9 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType,
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 from xdsl.utils.exceptions import VerifyException
+
+from graphfuse.dialects import graph
+from graphfuse.dialects.graph import CompoundOp, FusionKind, FusionKindTrait, fusion_kind
 
 
 def _function(*arg_shapes: tuple[int, ...]) -> tuple[ModuleOp, func.FuncOp]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from graphfuse.dialects import shape_rules as rules
 from xdsl.utils.exceptions import VerifyException
+
+from graphfuse.dialects import shape_rules as rules
 
 
 @pytest.mark.parametrize(
