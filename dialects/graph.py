@@ -474,7 +474,8 @@ class ShapeOp(IRDLOperation, abc.ABC):
     result = result_def(TensorType.constr(E))
 
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-    traits = traits_def(Pure(), FusionKindTrait(FusionKind.INJECTIVE))
+    # No FusionKindTrait here: xDSL unions the traits of base classes with a subclass's,
+    # so each subclass declares its own kind, exactly once.
 
 
 @irdl_op_definition
@@ -495,6 +496,8 @@ class ReshapeOp(ShapeOp):
 
     name = "graph.reshape"
 
+    traits = traits_def(Pure(), FusionKindTrait(FusionKind.INJECTIVE))
+
     def verify_(self) -> None:
         rules.reshape_check(_shape(self.input), _shape(self.result))
 
@@ -504,6 +507,8 @@ class TransposeOp(ShapeOp):
     """Permute dimensions: result dim i is input dim perm[i]. Fusion kind: injective."""
 
     name = "graph.transpose"
+
+    traits = traits_def(Pure(), FusionKindTrait(FusionKind.INJECTIVE))
 
     perm = prop_def(I64Array)
 
@@ -533,6 +538,8 @@ class SliceOp(ShapeOp):
     """
 
     name = "graph.slice"
+
+    traits = traits_def(Pure(), FusionKindTrait(FusionKind.INJECTIVE))
 
     starts = prop_def(I64Array)
     strides = prop_def(I64Array)
@@ -582,6 +589,8 @@ class PadOp(ShapeOp):
     """
 
     name = "graph.pad"
+
+    traits = traits_def(Pure(), FusionKindTrait(FusionKind.INJECTIVE))
 
     low = prop_def(I64Array)
     high = prop_def(I64Array)

@@ -10,6 +10,7 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from xdsl.dialects import func
@@ -18,6 +19,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from graphfuse import toolchain
 from graphfuse.dialects.graph import FusionKind, fusion_kind
+from graphfuse.parsing import GraphfuseError, verify
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -103,6 +105,61 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_outputs(outputs: dict[str, str]) -> None:
+    """Write every file or none: each goes to a temporary name first, then is renamed."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for name, text in outputs.items():
+            target = Path(name)
+            temporary = target.with_name(f".{target.name}.graphfuse-tmp")
+            temporary.write_text(text)
+            staged.append((temporary, target))
+    except OSError as error:
+        for temporary, _ in staged:
+            temporary.unlink(missing_ok=True)
+        raise GraphfuseError(f"{error.filename}: cannot write: {error.strerror}") from None
+    for temporary, target in staged:
+        temporary.replace(target)
+
+
+def cmd_fuse(args: argparse.Namespace) -> int:
+    """Fuse a graph file: print or write the fused module, optionally a Graphviz picture."""
+    from graphfuse.dot import function_to_dot
+    from graphfuse.passes.graph_fuse import functions, fuse_function
+    from graphfuse.passes.graph_fusion_report import kernel_line, summary_line
+    from graphfuse.passes.kernel_stats import Summary, kernel_stats
+
+    if args.max_depth < 1:
+        raise GraphfuseError(f"--max-depth must be >= 1, got {args.max_depth}")
+    module = _load(args.file)
+    before = {f.sym_name.data: Summary.of(kernel_stats(f)) for f in functions(module)}
+    notes: list[str] = []
+    for function in functions(module):
+        lines = fuse_function(function, args.max_depth)
+        if args.explain:
+            notes.extend(f"graph-fuse: {line}" for line in lines)
+    verify(module)
+    if args.report:
+        for function in functions(module):
+            name = function.sym_name.data
+            stats = kernel_stats(function)
+            notes.extend(kernel_line(k) for k in stats)
+            notes.append("before: " + summary_line(name, before[name]))
+            notes.append("after:  " + summary_line(name, Summary.of(stats)))
+    outputs: dict[str, str] = {}
+    if args.dot:
+        outputs[args.dot] = "".join(function_to_dot(f) for f in functions(module))
+    text = str(module) + "\n"
+    if args.output:
+        outputs[args.output] = text
+    _write_outputs(outputs)
+    for note in notes:
+        print(f"// {note}")
+    if args.output is None:
+        sys.stdout.write(text)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="graphfuse", description="Operator-fusion compiler for neural-network graphs."
@@ -119,6 +176,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     run.add_argument("--show-inputs", action="store_true", help="summarise the inputs too")
     run.set_defaults(handler=cmd_run)
+    fuse = commands.add_parser("fuse", help="fuse a graph into kernels (the graph-fuse pass)")
+    fuse.add_argument("file", help="graph-dialect .mlir file")
+    fuse.add_argument("-o", "--output", help="write the fused module here (default: stdout)")
+    fuse.add_argument("--dot", help="write a Graphviz picture, one cluster per kernel")
+    fuse.add_argument("--explain", action="store_true", help="print every fusion decision")
+    fuse.add_argument("--report", action="store_true", help="print kernels and bytes moved")
+    fuse.add_argument("--max-depth", type=int, default=256, help="most ops per kernel")
+    fuse.set_defaults(handler=cmd_fuse)
     return parser
 
 

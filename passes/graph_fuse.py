@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import reduce
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -30,6 +31,7 @@ from graphfuse.dialects import graph
 from graphfuse.passes.dataflow import DataflowGraph
 from graphfuse.passes.outline import outline, sort_block
 from graphfuse.passes.partition import Partitioner
+from graphfuse.passes.post_dominators import combine
 
 DEFAULT_MAX_DEPTH = 256
 """TVM's default cap on ops per fused function (relay.FuseOps.max_depth)."""
@@ -60,7 +62,9 @@ def fuse_function(function: func.FuncOp, max_depth: int) -> list[str]:
         if not all(_is_outlinable(dag, i) for i in members):
             assert len(members) == 1, "an opaque op was fused"
             continue
-        kind = partitioner.groups.root_kind(members[0])
+        # The kernel's kind is its most restrictive member's; the partitioner's group kind
+        # follows TVM (only anchors raise it) and can understate an injective member.
+        kind = reduce(combine, (dag.nodes[i].kind for i in members))
         outline([dag.nodes[i].op for i in members], kind)
     sort_block(block)
     return lines

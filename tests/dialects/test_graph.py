@@ -58,6 +58,28 @@ def test_fusion_kind_declared_by_every_graph_op():
         assert op_type.get_trait(FusionKindTrait) is not None, op_type.name
 
 
+def test_fusion_kind_declared_exactly_once():
+    # xDSL unions base-class traits into subclasses; two kinds would make the answer
+    # depend on set order.
+    for op_type in graph.Graph.operations:
+        kinds = [t for t in op_type.traits if isinstance(t, FusionKindTrait)]
+        assert len(kinds) <= 1, (op_type.name, kinds)
+
+
+def test_fusion_kind_of_shape_ops():
+    expected = {
+        graph.BroadcastToOp: FusionKind.BROADCAST,
+        graph.ReshapeOp: FusionKind.INJECTIVE,
+        graph.TransposeOp: FusionKind.INJECTIVE,
+        graph.SliceOp: FusionKind.INJECTIVE,
+        graph.PadOp: FusionKind.INJECTIVE,
+        graph.ConcatOp: FusionKind.INJECTIVE,
+    }
+    for op_type, kind in expected.items():
+        trait = op_type.get_trait(FusionKindTrait)
+        assert trait is not None and trait.kind is kind, op_type.name
+
+
 def test_fusion_kind_compound_ops_are_marked():
     compound = {op.name for op in graph.Graph.operations if op.has_trait(CompoundOp)}
     assert compound == {

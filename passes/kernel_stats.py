@@ -1,0 +1,118 @@
+"""Per-kernel memory traffic of a function, before or after fusion (an analysis only).
+
+Every `graph.fused` is one kernel; so is every graph op left outside one (before fusion,
+each op is its own kernel). A kernel reads its inputs (and constants cloned into it) once
+and writes its results once; the values computed and consumed inside it are never stored,
+which is what fusion saves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from graphfuse.dialects import graph
+from graphfuse.dialects.graph import fusion_kind
+
+
+def element_bytes(element_type: Attribute) -> int:
+    """Storage size of one element: i1 takes a byte, floats and ints their width."""
+    if isinstance(element_type, IntegerType):
+        return max(1, element_type.width.data // 8)
+    bitwidth = getattr(element_type, "bitwidth", 32)
+    return int(bitwidth) // 8
+
+
+def value_bytes(value: SSAValue) -> int:
+    """Bytes of a tensor value."""
+    typ = value.type
+    if not isinstance(typ, TensorType):
+        return 0
+    count = 1
+    for dim in typ.get_shape():
+        count *= dim
+    return count * element_bytes(typ.get_element_type())
+
+
+def _total(values: Iterable[SSAValue]) -> int:
+    return sum(value_bytes(v) for v in values)
+
+
+@dataclass(frozen=True)
+class KernelStats:
+    """What one kernel holds and moves."""
+
+    name: str
+    kind: str
+    ops: tuple[str, ...]
+    bytes_read: int
+    bytes_written: int
+    bytes_internal: int
+    """Bytes of values produced and consumed inside the kernel: never stored."""
+
+
+def _fused_stats(op: graph.FusedOp) -> KernelStats:
+    body = [inner for inner in op.body.block.ops if not isinstance(inner, graph.YieldOp)]
+    constants = [inner for inner in body if isinstance(inner, graph.ConstantOp)]
+    computing = [inner for inner in body if not isinstance(inner, graph.ConstantOp)]
+    terminator = op.body.block.last_op
+    assert terminator is not None
+    yielded = set(terminator.operands)
+    internal = [r for inner in computing for r in inner.results if r not in yielded]
+    return KernelStats(
+        name=op.sym_name.data,
+        kind=op.kind.data.value,
+        ops=tuple(inner.name.removeprefix("graph.") for inner in computing),
+        bytes_read=_total(op.inputs) + _total(c.result for c in constants),
+        bytes_written=_total(op.results),
+        bytes_internal=_total(internal),
+    )
+
+
+def _single_op_stats(op: Operation) -> KernelStats:
+    short = op.name.removeprefix("graph.")
+    return KernelStats(
+        name=short,
+        kind=fusion_kind(op).value,
+        ops=(short,),
+        bytes_read=_total(dict.fromkeys(op.operands)),
+        bytes_written=_total(op.results),
+        bytes_internal=0,
+    )
+
+
+def kernel_stats(function: func.FuncOp) -> list[KernelStats]:
+    """One entry per kernel of the function, in IR order."""
+    stats: list[KernelStats] = []
+    for op in function.body.block.ops:
+        if isinstance(op, graph.FusedOp):
+            stats.append(_fused_stats(op))
+        elif op.dialect_name() == "graph" and not isinstance(op, graph.ConstantOp):
+            stats.append(_single_op_stats(op))
+    return stats
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Totals over a function's kernels."""
+
+    kernels: int
+    ops: int
+    bytes_read: int
+    bytes_written: int
+    bytes_internal: int
+
+    @staticmethod
+    def of(stats: Iterable[KernelStats]) -> Summary:
+        items = list(stats)
+        return Summary(
+            kernels=len(items),
+            ops=sum(len(k.ops) for k in items),
+            bytes_read=sum(k.bytes_read for k in items),
+            bytes_written=sum(k.bytes_written for k in items),
+            bytes_internal=sum(k.bytes_internal for k in items),
+        )
