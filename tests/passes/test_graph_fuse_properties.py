@@ -1,0 +1,85 @@
+"""Property tests of graph-fuse on random DAGs: same numbers, no cycles, one kernel per op.
+
+CI runs 500 examples; set GRAPHFUSE_PROPERTY_EXAMPLES=10000 for a long local run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+from graphfuse import reference
+from graphfuse.dialects import graph
+from graphfuse.parsing import verify
+from graphfuse.passes.graph_fuse import GraphFusePass
+from graphfuse.random_graphs import random_graph
+from tests.conftest import parse
+
+EXAMPLES = int(os.environ.get("GRAPHFUSE_PROPERTY_EXAMPLES", "500"))
+
+
+def _computing_ops(module: ModuleOp) -> Counter[str]:
+    """Graph ops that compute (not constants, kernels or yields), wherever they sit."""
+    skip = (graph.ConstantOp, graph.FusedOp, graph.YieldOp)
+    return Counter(
+        op.name for op in module.walk() if op.dialect_name() == "graph" and not isinstance(op, skip)
+    )
+
+
+def _main(module: ModuleOp) -> func.FuncOp:
+    function = next(iter(module.ops))
+    assert isinstance(function, func.FuncOp)
+    return function
+
+
+def _assert_kernels_acyclic(function: func.FuncOp) -> None:
+    """Each kernel reads only values defined before it: the kernel graph is a DAG."""
+    defined = set(function.body.block.args)
+    for op in function.body.block.ops:
+        assert all(operand in defined for operand in op.operands), f"{op.name} reads ahead"
+        defined.update(op.results)
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=EXAMPLES <= 500,
+)
+@given(
+    ops=st.integers(min_value=1, max_value=40),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    max_depth=st.sampled_from([2, 3, 5, 256]),
+)
+def test_graph_fuse_random_dags(ops: int, seed: int, max_depth: int):
+    module = parse(random_graph(ops, seed))
+    inputs = reference.random_inputs(_main(module), seed % 1000)
+    before = reference.run(module, "main", *inputs)
+    ops_before = _computing_ops(module)
+
+    GraphFusePass(max_depth=max_depth).apply(Context(), module)
+    verify(module)
+    function = _main(module)
+    _assert_kernels_acyclic(function)
+    # Every computing op is in exactly one kernel: none left outside, none lost or copied.
+    outside = [
+        op.name
+        for op in function.body.block.ops
+        if op.dialect_name() == "graph" and not isinstance(op, graph.FusedOp | graph.ConstantOp)
+    ]
+    assert outside == []
+    assert _computing_ops(module) == ops_before
+    for kernel in function.body.block.ops:
+        if isinstance(kernel, graph.FusedOp):
+            inner = [op for op in kernel.body.block.ops if not isinstance(op, graph.ConstantOp)]
+            assert len(inner) - 1 <= max_depth  # the yield is not an op of the kernel
+    after = reference.run(module, "main", *inputs)
+    for expected, actual in zip(before, after, strict=True):
+        np.testing.assert_array_equal(actual, expected)
