@@ -20,6 +20,9 @@ from xdsl.utils.exceptions import DiagnosticException
 from graphfuse import toolchain
 from graphfuse.dialects.graph import FusionKind, fusion_kind
 from graphfuse.parsing import GraphfuseError, verify
+from graphfuse.passes.graph_fuse import functions, fuse_function
+from graphfuse.passes.graph_fusion_report import kernel_line, summary_line
+from graphfuse.passes.kernel_stats import Summary, kernel_stats
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -122,17 +125,51 @@ def _write_outputs(outputs: dict[str, str]) -> None:
         temporary.replace(target)
 
 
+def _reference_results(module: ModuleOp) -> tuple[list[np.ndarray], tuple[np.ndarray, ...]]:
+    from graphfuse import reference
+
+    inputs = reference.random_inputs(reference.find_function(module, "main"), seed=0)
+    return inputs, reference.run(module, "main", *inputs)
+
+
+def _compare_with_reference(
+    module: ModuleOp, inputs: list[np.ndarray], expected: tuple[np.ndarray, ...]
+) -> str:
+    """Run the fused @main on the same inputs; fusion must not change a single bit."""
+    from graphfuse import reference
+
+    actual = reference.run(module, "main", *inputs)
+    same = all(np.array_equal(a, b, equal_nan=True) for a, b in zip(actual, expected, strict=True))
+    if not same:
+        raise GraphfuseError(
+            "fused @main differs from the unfused one in the reference interpreter"
+        )
+    return (
+        f"check: @main gives bit-identical results before and after fusion ({len(actual)} results)"
+    )
+
+
+def _report_lines(module: ModuleOp, before: dict[str, Summary]) -> list[str]:
+    """Each kernel of the fused module, then each function's totals before and after."""
+    lines: list[str] = []
+    for function in functions(module):
+        name = function.sym_name.data
+        stats = kernel_stats(function)
+        lines.extend(kernel_line(k) for k in stats)
+        lines.append("before: " + summary_line(name, before[name]))
+        lines.append("after:  " + summary_line(name, Summary.of(stats)))
+    return lines
+
+
 def cmd_fuse(args: argparse.Namespace) -> int:
     """Fuse a graph file: print or write the fused module, optionally a Graphviz picture."""
     from graphfuse.dot import function_to_dot
-    from graphfuse.passes.graph_fuse import functions, fuse_function
-    from graphfuse.passes.graph_fusion_report import kernel_line, summary_line
-    from graphfuse.passes.kernel_stats import Summary, kernel_stats
 
     if args.max_depth < 1:
         raise GraphfuseError(f"--max-depth must be >= 1, got {args.max_depth}")
     module = _load(args.file)
     before = {f.sym_name.data: Summary.of(kernel_stats(f)) for f in functions(module)}
+    reference_run = _reference_results(module) if args.check else None
     notes: list[str] = []
     for function in functions(module):
         lines = fuse_function(function, args.max_depth)
@@ -140,12 +177,9 @@ def cmd_fuse(args: argparse.Namespace) -> int:
             notes.extend(f"graph-fuse: {line}" for line in lines)
     verify(module)
     if args.report:
-        for function in functions(module):
-            name = function.sym_name.data
-            stats = kernel_stats(function)
-            notes.extend(kernel_line(k) for k in stats)
-            notes.append("before: " + summary_line(name, before[name]))
-            notes.append("after:  " + summary_line(name, Summary.of(stats)))
+        notes.extend(_report_lines(module, before))
+    if reference_run is not None:
+        notes.append(_compare_with_reference(module, *reference_run))
     outputs: dict[str, str] = {}
     if args.dot:
         outputs[args.dot] = "".join(function_to_dot(f) for f in functions(module))
@@ -183,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     fuse.add_argument("--explain", action="store_true", help="print every fusion decision")
     fuse.add_argument("--report", action="store_true", help="print kernels and bytes moved")
     fuse.add_argument("--max-depth", type=int, default=256, help="most ops per kernel")
+    fuse.add_argument(
+        "--check", action="store_true", help="run @main before and after in the reference"
+    )
     fuse.set_defaults(handler=cmd_fuse)
     return parser
 

@@ -9,6 +9,7 @@ stay bounded (tanh, sigmoid, small fan-in), so results are finite and comparable
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,17 +63,21 @@ class _Builder:
         a, b = self.shapes[lhs], self.shapes[rhs]
         out = _BINARY_RESULT[(a, b)]
         op = self.rng.choice(["add", "mul", "sub", "max"])
-        self.emit(
-            f"graph.{op} %v{lhs}, %v{rhs} : ({_type(a)}, {_type(b)}) -> {_type(out)}", out
-        )
+        self.emit(f"graph.{op} %v{lhs}, %v{rhs} : ({_type(a)}, {_type(b)}) -> {_type(out)}", out)
         return True
 
-    def shaped(self, source: Shape, text: str, result: Shape) -> bool:
-        operand = self.pick({source})
-        if operand is None:
-            return False
-        self.emit(text.format(v=f"%v{operand}"), result)
-        return True
+    def shaped(self, source: Shape, text: str, result: Shape) -> Callable[[], bool]:
+        """A maker of a one-operand op `text` ({v}: the operand) from `source` to `result`."""
+
+        def make() -> bool:
+            operand = self.pick({source})
+            if operand is None:
+                return False
+            types = _type(source) if source == result else f"{_type(source)} -> {_type(result)}"
+            self.emit(f"{text.format(v=f'%v{operand}')} : {types}", result)
+            return True
+
+        return make
 
     def matmul(self) -> bool:
         lhs = self.pick({_A, _S})
@@ -113,33 +118,28 @@ class _Builder:
         return True
 
     def step(self) -> None:
+        """Add one op, drawn with the weights of `_MENU`; a unary op when none fits."""
+        menu = (
+            (0.30, self.binary),
+            (0.10, self.shaped(_A, "graph.reduce_sum {v} axes = [1] keepdims", _R)),
+            (0.05, self.shaped(_A, "graph.reduce_max {v} axes = [0]", _V)),
+            (0.07, self.shaped(_A, "graph.transpose {v} perm = [1, 0]", _T)),
+            (0.05, self.shaped(_T, "graph.reshape {v}", _A)),
+            (0.07, self.matmul),
+            (0.04, self.shaped(_R, "graph.broadcast_to {v}", _A)),
+            (0.03, self.shaped(_V, "graph.broadcast_to {v}", _A)),
+            (0.03, self.shaped(_A, "graph.sort {v} axis = 1", _A)),
+            (0.03, self.concat),
+            (0.05, self.scaled),
+        )  # fmt: skip
         choice = self.rng.random()
-        a, r, v, t = _type(_A), _type(_R), _type(_V), _type(_T)
-        done = False
-        if choice < 0.30:
-            done = self.binary()
-        elif choice < 0.40:
-            done = self.shaped(_A, f"graph.reduce_sum {{v}} axes = [1] keepdims : {a} -> {r}", _R)
-        elif choice < 0.45:
-            done = self.shaped(_A, f"graph.reduce_max {{v}} axes = [0] : {a} -> {v}", _V)
-        elif choice < 0.52:
-            done = self.shaped(_A, f"graph.transpose {{v}} perm = [1, 0] : {a} -> {t}", _T)
-        elif choice < 0.57:
-            done = self.shaped(_T, f"graph.reshape {{v}} : {t} -> {a}", _A)
-        elif choice < 0.64:
-            done = self.matmul()
-        elif choice < 0.68:
-            done = self.shaped(_R, f"graph.broadcast_to {{v}} : {r} -> {a}", _A)
-        elif choice < 0.71:
-            done = self.shaped(_V, f"graph.broadcast_to {{v}} : {v} -> {a}", _A)
-        elif choice < 0.74:
-            done = self.shaped(_A, f"graph.sort {{v}} axis = 1 : {a}", _A)
-        elif choice < 0.77:
-            done = self.concat()
-        elif choice < 0.82:
-            done = self.scaled()
-        if not done:
-            self.unary()
+        for weight, make in menu:
+            if choice < weight:
+                if not make():
+                    self.unary()
+                return
+            choice -= weight
+        self.unary()
 
 
 def random_graph(ops: int, seed: int) -> str:

@@ -108,3 +108,40 @@ def test_cli_doctor_lists_every_tool():
         assert re.search(rf"^{tool}\s", run.stdout, re.MULTILINE), tool
     assert "LLVM version 22.1.8" in run.stdout
     assert "NVPTX target: yes" in run.stdout
+
+
+def test_cli_fuse_writes_module_and_dot(tmp_path):
+    out, dot = tmp_path / "fused.mlir", tmp_path / "fused.dot"
+    run = graphfuse(
+        "fuse", str(EXAMPLES / "resnet_block.mlir"), "-o", str(out), "--dot", str(dot), "--check"
+    )
+    assert run.returncode == 0, run.stderr
+    assert "bit-identical results before and after fusion" in run.stdout
+    fused = out.read_text()
+    kernels = re.findall(r'graph\.fused "(\w+)"', fused)
+    assert "fused_add_relu" in kernels
+    picture = dot.read_text()
+    assert picture.startswith('digraph "main"')
+    assert picture.count("subgraph cluster_") == len(kernels)
+    # The residual add reads the block input %x (drawn as arg0) inside the add_relu cluster.
+    assert re.search(r'label="fused_add_relu \(elemwise\)";\n\s+(n\d+) \[label="add"\]', picture)
+
+
+def test_cli_fuse_bad_input_writes_nothing(tmp_path):
+    text, pattern = BAD_INPUTS["wrong_shapes"]
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(text)
+    out, dot = tmp_path / "out.mlir", tmp_path / "out.dot"
+    run = graphfuse("fuse", str(bad), "-o", str(out), "--dot", str(dot))
+    _assert_one_line_error(run, pattern)
+    assert not out.exists() and not dot.exists()
+    assert list(tmp_path.iterdir()) == [bad]
+
+
+def test_cli_fuse_explain_and_report():
+    run = graphfuse("fuse", str(EXAMPLES / "resnet_block.mlir"), "--explain", "--report")
+    assert run.returncode == 0, run.stderr
+    assert "// graph-fuse: @main: [phase 0] graph.add %sum -> graph.relu %out: fused" in run.stdout
+    assert re.search(r"// before: @main: 7 kernels, 7 ops;", run.stdout)
+    assert re.search(r"// after:  @main: 6 kernels, 7 ops;", run.stdout)
+    assert "func.func @main" in run.stdout
