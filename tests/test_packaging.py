@@ -74,3 +74,10 @@ def test_non_editable_install_imports(tmp_path):
     )
     assert check.returncode == 0, check.stderr
     assert check.stdout.strip().startswith(str(target))
+
+
+def test_xdsl_opt_lists_graphfuse_passes():
+    xdsl_opt = Path(sys.executable).parent / "xdsl-opt"
+    run = subprocess.run([str(xdsl_opt), "--help"], capture_output=True, text=True)
+    listed = "".join(run.stdout.split())  # argparse wraps the list of passes
+    assert "graph-fuse," in listed and "graph-fusion-report," in listed
