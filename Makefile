@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test pytest lit lint clean
+.PHONY: demo test pytest lit lint typecheck clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,3 +34,12 @@ test: pytest lit lint
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# pyright strict (STYLE.md). Not part of `make test`: pyright comes from npm, not PyPI.
+# The package maps top-level folders into graphfuse.*, which pyright cannot follow through
+# an editable install, so it checks a tree of links laid out as the installed package.
+typecheck: $(STAMP)
+	rm -rf build/typecheck && mkdir -p build/typecheck/graphfuse
+	for f in graphfuse/*; do ln -s "$(abspath .)/$$f" build/typecheck/graphfuse/; done
+	for d in dialects passes lowering; do ln -s "$(abspath .)/$$d" build/typecheck/graphfuse/$$d; done
+	cd build/typecheck && npx --yes pyright@1.1.414 --pythonpath "$(abspath $(BIN))/python" graphfuse

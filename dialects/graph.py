@@ -64,6 +64,7 @@ from xdsl.traits import (
     Pure,
 )
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.hints import isa
 from xdsl.utils.str_enum import StrEnum
 
 from graphfuse.dialects import shape_rules as rules
@@ -170,18 +171,18 @@ _SIGNLESS = EqAttrConstraint(SignednessAttr(Signedness.SIGNLESS))
 
 def _int_widths(*widths: int) -> ParamAttrConstraint[IntegerType]:
     return ParamAttrConstraint(
-        IntegerType, [IntAttr.constr(IntSetConstraint(frozenset(widths))), _SIGNLESS]
+        IntegerType, (IntAttr.constr(IntSetConstraint(frozenset(widths))), _SIGNLESS)
     )
 
 
-FloatElement = AnyOf([base(Float32Type), base(Float16Type), base(BFloat16Type)])
+FloatElement = AnyOf((base(Float32Type), base(Float16Type), base(BFloat16Type)))
 """Element types of floating-point tensors."""
 NumericElement = AnyOf(
-    [base(Float32Type), base(Float16Type), base(BFloat16Type), _int_widths(32, 64)]
+    (base(Float32Type), base(Float16Type), base(BFloat16Type), _int_widths(32, 64))
 )
 """Element types arithmetic is defined on."""
 AnyElement = AnyOf(
-    [base(Float32Type), base(Float16Type), base(BFloat16Type), _int_widths(1, 32, 64)]
+    (base(Float32Type), base(Float16Type), base(BFloat16Type), _int_widths(1, 32, 64))
 )
 """Every element type the dialect supports: f32, f16, bf16, i32, i64, i1."""
 BoolTensor = TensorType.constr(EqAttrConstraint(IntegerType(1)))
@@ -190,10 +191,15 @@ AnyTensor = TensorType.constr(AnyElement)
 I64Array = DenseArrayBase.constr(i64)
 
 
-def _shape(value: SSAValue | Attribute) -> tuple[int, ...]:
+def tensor_type_of(value: SSAValue | Attribute) -> TensorType[Attribute]:
+    """The ranked tensor type of a value (or the type itself); graph values always have one."""
     typ = value.type if isinstance(value, SSAValue) else value
-    assert isinstance(typ, TensorType)
-    return typ.get_shape()
+    assert isa(typ, TensorType[Attribute])
+    return typ
+
+
+def _shape(value: SSAValue | Attribute) -> tuple[int, ...]:
+    return tensor_type_of(value).get_shape()
 
 
 def _ints(array: DenseArrayBase[IntegerType]) -> tuple[int, ...]:
@@ -347,10 +353,9 @@ class BinaryOp(IRDLOperation, abc.ABC):
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.ELEMWISE))
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
-        lhs_type = SSAValue.get(lhs).type
-        assert isinstance(lhs_type, TensorType)
-        shape = rules.broadcast_shapes(_shape(SSAValue.get(lhs)), _shape(SSAValue.get(rhs)))
-        result_type = TensorType(lhs_type.element_type, shape)
+        lhs_type = tensor_type_of(SSAValue.get(lhs))
+        shape = rules.broadcast_shapes(lhs_type.get_shape(), _shape(SSAValue.get(rhs)))
+        result_type = TensorType(lhs_type.get_element_type(), shape)
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
     def verify_(self) -> None:
@@ -515,13 +520,12 @@ class TransposeOp(ShapeOp):
     assembly_format = "$input `perm` `=` $perm attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue | Operation, perm: Sequence[int]):
-        in_type = SSAValue.get(input).type
-        assert isinstance(in_type, TensorType)
+        in_type = tensor_type_of(SSAValue.get(input))
         shape = rules.transpose_shape(in_type.get_shape(), perm)
         super().__init__(
             operands=[input],
             properties={"perm": _i64_array(perm)},
-            result_types=[TensorType(in_type.element_type, shape)],
+            result_types=[TensorType(in_type.get_element_type(), shape)],
         )
 
     def verify_(self) -> None:
@@ -629,8 +633,7 @@ class ReduceOp(IRDLOperation, abc.ABC):
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.REDUCTION))
 
     def __init__(self, input: SSAValue | Operation, axes: Sequence[int], keepdims: bool = False):
-        in_type = SSAValue.get(input).type
-        assert isinstance(in_type, TensorType)
+        in_type = tensor_type_of(SSAValue.get(input))
         shape = rules.reduce_shape(in_type.get_shape(), axes, keepdims)
         properties: dict[str, Attribute] = {"axes": _i64_array(axes)}
         if keepdims:
@@ -638,7 +641,7 @@ class ReduceOp(IRDLOperation, abc.ABC):
         super().__init__(
             operands=[input],
             properties=properties,
-            result_types=[TensorType(in_type.element_type, shape)],
+            result_types=[TensorType(in_type.get_element_type(), shape)],
         )
 
     def verify_(self) -> None:

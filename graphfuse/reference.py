@@ -26,7 +26,6 @@ from xdsl.dialects.builtin import (
     Float32Type,
     IntegerType,
     ModuleOp,
-    TensorType,
 )
 from xdsl.interpreter import (
     Interpreter,
@@ -60,7 +59,7 @@ def numpy_dtype(element_type: Attribute) -> np.dtype[Any]:
     if isinstance(element_type, Float16Type):
         return np.dtype(np.float16)
     if isinstance(element_type, IntegerType):
-        width = element_type.width.data
+        width = element_type.bitwidth
         if width == 1:
             return np.dtype(np.bool_)
         if width in (8, 16, 32, 64):
@@ -87,17 +86,17 @@ def to_element_type(value: Array, element_type: Attribute) -> Array:
 
 def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> Array:
     """The contents of a dense elements attribute as an array of its storage dtype."""
-    tensor_type = attr.get_type()
-    assert isinstance(tensor_type, TensorType)
-    element_type = tensor_type.get_element_type()
+    tensor_type = graph.tensor_type_of(attr.get_type())
+    element_type: Attribute = tensor_type.get_element_type()
+    dtype = numpy_dtype(element_type)
     raw = attr.data.data
     shape = tensor_type.get_shape()
     if isinstance(element_type, BFloat16Type):
         halves = np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16
         return halves.view(np.float32).reshape(shape)
-    if isinstance(element_type, IntegerType) and element_type.width.data == 1:
+    if dtype == np.bool_:
         return (np.frombuffer(raw, dtype=np.uint8) != 0).reshape(shape)
-    return np.frombuffer(raw, dtype=numpy_dtype(element_type)).reshape(shape).copy()
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
 def _widen(value: Array) -> Array:
@@ -109,12 +108,12 @@ def _widen(value: Array) -> Array:
 # NumPy definitions of the ops
 # ---------------------------------------------------------------------------------------
 
-_erf = np.frompyfunc(math.erf, 1, 1)
+_erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def erf(x: Array) -> Array:
     """Gauss error function, elementwise (NumPy has none; math.erf is exact to 1 ulp)."""
-    return _erf(x).astype(x.dtype)
+    return np.asarray(_erf(x), dtype=x.dtype)
 
 
 def sigmoid(x: Array) -> Array:
@@ -370,8 +369,10 @@ _WITH_PARAMS: dict[type[Operation], OpSemantics] = {
     graph.SoftmaxOp: lambda op, a: softmax(a[0], _axis(op)),
     graph.LogSoftmaxOp: lambda op, a: log_softmax(a[0], _axis(op)),
     graph.GeluOp: lambda op, a: gelu(a[0], op.approximate.data),
-    graph.LayerNormOp: lambda op, a: layer_norm(*a, _axis(op), op.epsilon.value.data),
-    graph.BatchNormOp: lambda op, a: batch_norm(*a, op.epsilon.value.data),
+    graph.LayerNormOp: lambda op, a: layer_norm(a[0], a[1], a[2], _axis(op), op.epsilon.value.data),
+    graph.BatchNormOp: lambda op, a: batch_norm(
+        a[0], a[1], a[2], a[3], a[4], op.epsilon.value.data
+    ),
     graph.SortOp: lambda op, a: sort(a[0], _axis(op), op.descending is not None),
     graph.TopKOp: lambda op, a: top_k(a[0], op.k.value.data, _axis(op)),
     graph.ConstantOp: lambda op, a: dense_to_numpy(op.value),
@@ -406,8 +407,7 @@ def _finish(op: Operation, values: Array | tuple[Array, ...]) -> tuple[Array, ..
     results = values if isinstance(values, tuple) else (values,)
     finished: list[Array] = []
     for value, result in zip(results, op.results, strict=True):
-        result_type = result.type
-        assert isinstance(result_type, TensorType)
+        result_type = graph.tensor_type_of(result)
         array = to_element_type(value, result_type.get_element_type())
         finished.append(np.ascontiguousarray(array).reshape(result_type.get_shape()))
     return tuple(finished)
@@ -469,8 +469,8 @@ def _check_arguments(function: func.FuncOp, arrays: Sequence[Any]) -> list[Array
     if len(arrays) != len(inputs):
         raise GraphfuseError(f"@{name} takes {len(inputs)} arguments, got {len(arrays)}")
     checked: list[Array] = []
-    for index, (array, typ) in enumerate(zip(arrays, inputs, strict=False)):
-        assert isinstance(typ, TensorType)
+    for index, (array, input_type) in enumerate(zip(arrays, inputs, strict=True)):
+        typ = graph.tensor_type_of(input_type)
         value = np.asarray(array)
         if value.shape != typ.get_shape():
             raise GraphfuseError(
@@ -518,8 +518,8 @@ def random_inputs(function: func.FuncOp, seed: int = 0) -> list[Array]:
     """Random arguments for a function: floats in [-1, 1), ints in [-8, 8), random bools."""
     rng = np.random.default_rng(seed)
     arrays: list[Array] = []
-    for typ in function.function_type.inputs.data:
-        assert isinstance(typ, TensorType)
+    for input_type in function.function_type.inputs.data:
+        typ = graph.tensor_type_of(input_type)
         element_type = typ.get_element_type()
         dtype = numpy_dtype(element_type)
         shape = typ.get_shape()

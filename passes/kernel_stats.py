@@ -12,26 +12,24 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerType, TensorType
+from xdsl.dialects.builtin import FixedBitwidthType, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from graphfuse.dialects import graph
-from graphfuse.dialects.graph import fusion_kind
+from graphfuse.dialects.graph import fusion_kind, tensor_type_of
 
 
 def element_bytes(element_type: Attribute) -> int:
     """Storage size of one element: i1 takes a byte, floats and ints their width."""
-    if isinstance(element_type, IntegerType):
-        return max(1, element_type.width.data // 8)
-    bitwidth = getattr(element_type, "bitwidth", 32)
-    return int(bitwidth) // 8
+    assert isinstance(element_type, FixedBitwidthType), element_type
+    return max(1, element_type.bitwidth // 8)
 
 
 def value_bytes(value: SSAValue) -> int:
     """Bytes of a tensor value."""
-    typ = value.type
-    if not isinstance(typ, TensorType):
+    if not isinstance(value.type, TensorType):
         return 0
+    typ = tensor_type_of(value)
     count = 1
     for dim in typ.get_shape():
         count *= dim
