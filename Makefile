@@ -42,4 +42,5 @@ typecheck: $(STAMP)
 	rm -rf build/typecheck && mkdir -p build/typecheck/graphfuse
 	for f in graphfuse/*; do ln -s "$(abspath .)/$$f" build/typecheck/graphfuse/; done
 	for d in dialects passes lowering; do ln -s "$(abspath .)/$$d" build/typecheck/graphfuse/$$d; done
-	cd build/typecheck && npx --yes pyright@1.1.414 --pythonpath "$(abspath $(BIN))/python" graphfuse
+	cd build/typecheck && npx --yes pyright@1.1.414 --pythonpath "$(abspath $(BIN))/python" \
+		graphfuse graphfuse/dialects/*.py graphfuse/passes/*.py graphfuse/lowering/*.py
