@@ -1047,12 +1047,14 @@ class FusedOp(IRDLOperation):
 
     sym_name = prop_def(StringAttr)
     kind = prop_def(FusionKindAttr)
+    pattern = opt_prop_def(StringAttr)
+    """Set on kernels pre-formed by a fusion pattern: the partitioner may still grow them."""
     inputs = var_operand_def(AnyTensor)
     outputs = var_result_def(AnyTensor)
     body = region_def("single_block")
 
     assembly_format = (
-        "$sym_name `(` $inputs `)` `kind` `=` $kind attr-dict `:` "
+        "$sym_name `(` $inputs `)` `kind` `=` $kind (`pattern` `=` $pattern^)? attr-dict `:` "
         "functional-type($inputs, $outputs) $body"
     )
     traits = traits_def(IsolatedFromAbove())

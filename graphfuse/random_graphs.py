@@ -3,7 +3,8 @@
 The generator mimics the shape of real networks: each new op mostly reads recent values
 (a sliding window, as layers do), sometimes an older one (skip connections), and mixes
 every fusion kind: elementwise and broadcasting binary ops, reductions, transposes and
-reshapes, matmuls, broadcasts, concats, an opaque sort, and small constants. All values
+reshapes, matmuls, broadcasts, concats, an opaque sort, small constants, and compound
+ops (softmax, reduce_mean, gelu, silu) for the front end to open. All values
 stay bounded (tanh, sigmoid, small fan-in), so results are finite and comparable.
 """
 
@@ -131,6 +132,10 @@ class _Builder:
             (0.03, self.shaped(_A, "graph.sort {v} axis = 1", _A)),
             (0.03, self.concat),
             (0.05, self.scaled),
+            (0.02, self.shaped(_A, "graph.softmax {v} axis = 1", _A)),
+            (0.02, self.shaped(_A, "graph.reduce_mean {v} axes = [1] keepdims", _R)),
+            (0.01, self.shaped(_A, "graph.gelu {v}", _A)),
+            (0.01, self.shaped(_V, "graph.silu {v}", _V)),
         )  # fmt: skip
         choice = self.rng.random()
         for weight, make in menu:

@@ -21,11 +21,13 @@ from numpy.typing import NDArray
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    BytesAttr,
     DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
     IntegerType,
     ModuleOp,
+    TensorType,
 )
 from xdsl.interpreter import (
     Interpreter,
@@ -97,6 +99,20 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> Array:
     if dtype == np.bool_:
         return (np.frombuffer(raw, dtype=np.uint8) != 0).reshape(shape)
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+def numpy_to_dense(array: Array, tensor_type: TensorType[Attribute]) -> DenseIntOrFPElementsAttr:
+    """`array` as a dense attribute of `tensor_type` (inverse of `dense_to_numpy`), as raw
+    bytes in the layout the MLIR parser produces."""
+    element_type: Attribute = tensor_type.get_element_type()
+    stored = to_element_type(np.asarray(array).reshape(tensor_type.get_shape()), element_type)
+    if isinstance(element_type, BFloat16Type):
+        raw = (stored.view(np.uint32) >> 16).astype(np.uint16).tobytes()
+    elif stored.dtype == np.bool_:
+        raw = np.where(stored, 0xFF, 0).astype(np.uint8).tobytes()
+    else:
+        raw = np.ascontiguousarray(stored).tobytes()
+    return DenseIntOrFPElementsAttr(tensor_type, BytesAttr(raw))
 
 
 def _widen(value: Array) -> Array:
@@ -377,6 +393,15 @@ _WITH_PARAMS: dict[type[Operation], OpSemantics] = {
     graph.TopKOp: lambda op, a: top_k(a[0], op.k.value.data, _axis(op)),
     graph.ConstantOp: lambda op, a: dense_to_numpy(op.value),
 }
+
+
+def evaluate(op: Operation, arrays: Sequence[Array]) -> tuple[Array, ...] | None:
+    """An op's results on given operand values, or None if it has no NumPy definition."""
+    semantics = semantics_of(type(op))
+    if semantics is None:
+        return None
+    with np.errstate(all="ignore"):
+        return _finish(op, semantics(op, tuple(_widen(a) for a in arrays)))
 
 
 def semantics_of(op_type: type[Operation]) -> OpSemantics | None:

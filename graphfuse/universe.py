@@ -29,10 +29,31 @@ def _get_graph_fusion_report() -> type[ModulePass]:
     return GraphFusionReportPass
 
 
+def _get_graph_decompose() -> type[ModulePass]:
+    from graphfuse.passes.graph_decompose import GraphDecomposePass
+
+    return GraphDecomposePass
+
+
+def _get_graph_fuse_patterns() -> type[ModulePass]:
+    from graphfuse.passes.graph_fuse_patterns import GraphFusePatternsPass
+
+    return GraphFusePatternsPass
+
+
+def _get_graph_simplify() -> type[ModulePass]:
+    from graphfuse.passes.graph_simplify import GraphSimplifyPass
+
+    return GraphSimplifyPass
+
+
 ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _get_graph_dialect}
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-fuse": _get_graph_fuse,
     "graph-fusion-report": _get_graph_fusion_report,
+    "graph-decompose": _get_graph_decompose,
+    "graph-simplify": _get_graph_simplify,
+    "graph-fuse-patterns": _get_graph_fuse_patterns,
 }
 
 GRAPHFUSE_UNIVERSE = Universe(all_dialects=ALL_DIALECTS, all_passes=ALL_PASSES)

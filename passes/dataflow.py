@@ -11,11 +11,11 @@ is returned is `extern_ref`: its value must exist outside any kernel it could jo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
 from graphfuse.dialects import graph
@@ -47,9 +47,28 @@ def _shape(value: SSAValue) -> tuple[int, ...] | None:
     return typ.get_shape() if isinstance(typ, TensorType) else None
 
 
+def functions(module: ModuleOp) -> Iterator[func.FuncOp]:
+    """The module's functions that have a body."""
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.body.blocks:
+            yield op
+
+
+def is_preformed(op: Operation) -> bool:
+    """A kernel a fusion pattern formed: the partitioner keeps it whole and may grow it."""
+    return isinstance(op, graph.FusedOp) and op.pattern is not None
+
+
+def node_kind(op: Operation) -> FusionKind:
+    """An op's fusion kind as a DAG node: a pre-formed kernel counts as its recorded kind."""
+    if isinstance(op, graph.FusedOp) and is_preformed(op):
+        return op.kind.data
+    return fusion_kind(op)
+
+
 def edge_kind(consumer: Operation, operand: SSAValue) -> FusionKind:
     """The kind a consumer imposes on one operand (TVM's edge pattern)."""
-    kind = fusion_kind(consumer)
+    kind = node_kind(consumer)
     if kind not in (FusionKind.ELEMWISE, FusionKind.BROADCAST) or not consumer.results:
         return kind
     same_shape = _shape(operand) == _shape(consumer.results[0])
@@ -75,7 +94,7 @@ class DataflowGraph:
         for op in block.ops:
             if is_node_op(op):
                 index_of[op] = len(nodes)
-                nodes.append(Node(len(nodes), op, fusion_kind(op)))
+                nodes.append(Node(len(nodes), op, node_kind(op)))
         for node in nodes:
             _link_operands(node, nodes, index_of)
         return DataflowGraph(nodes, index_of)
@@ -100,12 +119,8 @@ def _link_operands(node: Node, nodes: Sequence[Node], index_of: dict[Operation, 
             seen.add(producer)
             node.inputs.append(producer)
     for result in node.op.results:
-        if any(not _is_node_user(use.operation, index_of) for use in result.uses):
+        if any(use.operation not in index_of for use in result.uses):
             node.extern_ref = True
-
-
-def _is_node_user(user: Operation, index_of: dict[Operation, int]) -> bool:
-    return user in index_of
 
 
 def op_label(op: Operation, index: int | None = None) -> str:

@@ -8,28 +8,34 @@
 func.return %r : ...                        }
 ```
 
-Steps (TVM FuseOps): dataflow graph -> post-dominator tree -> union-find partition in
-three phases -> outline every group holding a graph op. Ops of other dialects and existing
-`graph.fused` kernels are opaque nodes: never fused, left where they are, which also makes
-the pass idempotent. With `explain=true` every candidate fusion is printed, one `//` line
-each, ahead of the module so the output still parses.
+The pipeline: graph-decompose (open compound ops) -> graph-simplify (rewrite rules,
+constant folding, CSE, DCE) -> graph-fuse-patterns (pre-formed kernels) -> partition;
+options switch the first three off. Partitioning follows TVM FuseOps: dataflow graph ->
+post-dominator tree -> union-find groups in three phases -> outline every group holding a
+graph op. Pre-formed kernels are single nodes of their recorded kind that may grow; the
+partitioner's own kernels, and ops of other dialects, are opaque nodes, never fused and
+left where they are, which makes the pass idempotent. With `explain=true` every candidate
+fusion is printed, one `//` line each, ahead of the module so the output still parses.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import reduce
 
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from graphfuse.dialects import graph
-from graphfuse.passes.dataflow import DataflowGraph
-from graphfuse.passes.outline import outline, sort_block
+from graphfuse.passes.dataflow import DataflowGraph, functions, is_preformed
+from graphfuse.passes.graph_decompose import GraphDecomposePass
+from graphfuse.passes.graph_fuse_patterns import fuse_patterns
+from graphfuse.passes.graph_simplify import GraphSimplifyPass
+from graphfuse.passes.outline import inline, outline, sort_block
 from graphfuse.passes.partition import Partitioner
 from graphfuse.passes.post_dominators import combine
 
@@ -37,16 +43,21 @@ DEFAULT_MAX_DEPTH = 256
 """TVM's default cap on ops per fused function (relay.FuseOps.max_depth)."""
 
 
-def functions(module: ModuleOp) -> Iterator[func.FuncOp]:
-    """The module's functions that have a body."""
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.body.blocks:
-            yield op
-
-
 def _is_outlinable(dag: DataflowGraph, index: int) -> bool:
     op = dag.nodes[index].op
-    return op.dialect_name() == "graph" and not isinstance(op, graph.FusedOp)
+    return op.dialect_name() == "graph" and (not isinstance(op, graph.FusedOp) or is_preformed(op))
+
+
+def _group_ops(dag: DataflowGraph, members: list[int]) -> list[Operation]:
+    """The ops of a group in IR order, pre-formed kernels opened back into their ops."""
+    ops: list[Operation] = []
+    for index in members:
+        op = dag.nodes[index].op
+        if isinstance(op, graph.FusedOp):
+            ops.extend(o for o in inline(op) if not isinstance(o, graph.ConstantOp))
+        else:
+            ops.append(op)
+    return ops
 
 
 def fuse_function(function: func.FuncOp, max_depth: int) -> list[str]:
@@ -65,9 +76,21 @@ def fuse_function(function: func.FuncOp, max_depth: int) -> list[str]:
         # The kernel's kind is its most restrictive member's; the partitioner's group kind
         # follows TVM (only anchors raise it) and can understate an injective member.
         kind = reduce(combine, (dag.nodes[i].kind for i in members))
-        outline([dag.nodes[i].op for i in members], kind)
+        outline(_group_ops(dag, members), kind)
     sort_block(block)
     return lines
+
+
+def front_end(
+    ctx: Context, module: ModuleOp, decompose: bool, simplify: bool, patterns: bool
+) -> None:
+    """The steps before partitioning: open compound ops, simplify, pre-form pattern kernels."""
+    if decompose:
+        GraphDecomposePass().apply(ctx, module)
+    if simplify:
+        GraphSimplifyPass().apply(ctx, module)
+    if patterns:
+        fuse_patterns(module)
 
 
 @dataclass(frozen=True)
@@ -82,9 +105,19 @@ class GraphFusePass(ModulePass):
     explain: bool = False
     """Print every accepted and rejected candidate fusion with its reason."""
 
+    decompose: bool = True
+    """First open compound ops into primitives (graph-decompose)."""
+
+    simplify: bool = True
+    """Then simplify, fold constants, CSE and DCE (graph-simplify)."""
+
+    patterns: bool = True
+    """Then pre-form the classic fused kernels (graph-fuse-patterns)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.max_depth < 1:
             raise PassFailedException(f"graph-fuse: max-depth must be >= 1, got {self.max_depth}")
+        front_end(ctx, op, self.decompose, self.simplify, self.patterns)
         for function in functions(op):
             lines = fuse_function(function, self.max_depth)
             if self.explain:

@@ -17,7 +17,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from graphfuse.passes.graph_fuse import functions
+from graphfuse.passes.dataflow import functions
 from graphfuse.passes.kernel_stats import KernelStats, Summary, kernel_stats
 
 

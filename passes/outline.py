@@ -155,3 +155,24 @@ def sort_block(block: Block) -> None:
             block.insert_op_before(op, terminator)
         else:
             block.add_op(op)
+
+
+def inline(kernel: graph.FusedOp) -> list[Operation]:
+    """Put a kernel's ops back in its block in its place; returns them (constants too)."""
+    block = kernel.parent_block()
+    assert block is not None
+    mapping: dict[SSAValue, SSAValue] = dict(
+        zip(kernel.body.block.args, kernel.inputs, strict=True)
+    )
+    inlined: list[Operation] = []
+    for op in kernel.body.block.ops:
+        if isinstance(op, graph.YieldOp):
+            for result, value in zip(kernel.results, op.operands, strict=True):
+                result.replace_all_uses_with(mapping[value])
+            continue
+        clone = op.clone(value_mapper=mapping)
+        block.insert_op_before(clone, kernel)
+        mapping.update(zip(op.results, clone.results, strict=True))
+        inlined.append(clone)
+    block.erase_op(kernel)
+    return inlined

@@ -1,6 +1,6 @@
-// RUN: xdsl-opt %s -p 'graph-fuse{max-depth=3}' | filecheck %s --check-prefix=DEPTH3
-// RUN: xdsl-opt %s -p 'graph-fuse{max-depth=1}' | filecheck %s --check-prefix=DEPTH1
-// RUN: xdsl-opt %s -p 'graph-fuse{explain=true}' | filecheck %s --check-prefix=EXPLAIN
+// RUN: xdsl-opt %s -p 'graph-fuse{max-depth=3 simplify=false}' | filecheck %s --check-prefix=DEPTH3
+// RUN: xdsl-opt %s -p 'graph-fuse{max-depth=1 simplify=false}' | filecheck %s --check-prefix=DEPTH1
+// RUN: xdsl-opt %s -p 'graph-fuse{explain=true simplify=false}' | filecheck %s --check-prefix=EXPLAIN
 
 // A chain of five elementwise ops: max-depth=3 cuts it after three ops (TVM counts the
 // ops the merged kernel would hold); max-depth=1 leaves every op alone.

@@ -1,6 +1,8 @@
 """Property tests of graph-fuse on random DAGs: same numbers, no cycles, one kernel per op.
 
-CI runs 500 examples; set GRAPHFUSE_PROPERTY_EXAMPLES=10000 for a long local run.
+The partitioner alone must keep every op and every bit; the whole pipeline (which opens
+compound ops, folds and merges) must keep every op inside a kernel and the numbers within
+rounding. CI runs 500 examples each; GRAPHFUSE_PROPERTY_EXAMPLES=10000 for a long run.
 """
 
 from __future__ import annotations
@@ -23,6 +25,13 @@ from graphfuse.random_graphs import random_graph
 from tests.conftest import parse
 
 EXAMPLES = int(os.environ.get("GRAPHFUSE_PROPERTY_EXAMPLES", "500"))
+PARTITION_ONLY = {"decompose": False, "simplify": False, "patterns": False}
+PROPERTY_SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=EXAMPLES <= 500,
+)
 
 
 def _computing_ops(module: ModuleOp) -> Counter[str]:
@@ -39,6 +48,14 @@ def _main(module: ModuleOp) -> func.FuncOp:
     return function
 
 
+def _ops_outside_kernels(function: func.FuncOp) -> list[str]:
+    return [
+        op.name
+        for op in function.body.block.ops
+        if op.dialect_name() == "graph" and not isinstance(op, graph.FusedOp | graph.ConstantOp)
+    ]
+
+
 def _assert_kernels_acyclic(function: func.FuncOp) -> None:
     """Each kernel reads only values defined before it: the kernel graph is a DAG."""
     defined = set(function.body.block.args)
@@ -47,12 +64,7 @@ def _assert_kernels_acyclic(function: func.FuncOp) -> None:
         defined.update(op.results)
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=EXAMPLES <= 500,
-)
+@PROPERTY_SETTINGS
 @given(
     ops=st.integers(min_value=1, max_value=40),
     seed=st.integers(min_value=0, max_value=2**32 - 1),
@@ -64,17 +76,12 @@ def test_graph_fuse_random_dags(ops: int, seed: int, max_depth: int):
     before = reference.run(module, "main", *inputs)
     ops_before = _computing_ops(module)
 
-    GraphFusePass(max_depth=max_depth).apply(Context(), module)
+    GraphFusePass(max_depth=max_depth, **PARTITION_ONLY).apply(Context(), module)
     verify(module)
     function = _main(module)
     _assert_kernels_acyclic(function)
     # Every computing op is in exactly one kernel: none left outside, none lost or copied.
-    outside = [
-        op.name
-        for op in function.body.block.ops
-        if op.dialect_name() == "graph" and not isinstance(op, graph.FusedOp | graph.ConstantOp)
-    ]
-    assert outside == []
+    assert _ops_outside_kernels(function) == []
     assert _computing_ops(module) == ops_before
     for kernel in function.body.block.ops:
         if isinstance(kernel, graph.FusedOp):
@@ -83,3 +90,23 @@ def test_graph_fuse_random_dags(ops: int, seed: int, max_depth: int):
     after = reference.run(module, "main", *inputs)
     for expected, actual in zip(before, after, strict=True):
         np.testing.assert_array_equal(actual, expected)
+
+
+@PROPERTY_SETTINGS
+@given(
+    ops=st.integers(min_value=1, max_value=40),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_graph_fuse_pipeline_random_dags(ops: int, seed: int):
+    module = parse(random_graph(ops, seed))
+    inputs = reference.random_inputs(_main(module), seed % 1000)
+    before = reference.run(module, "main", *inputs)
+
+    GraphFusePass().apply(Context(), module)
+    verify(module)
+    function = _main(module)
+    _assert_kernels_acyclic(function)
+    assert _ops_outside_kernels(function) == []
+    after = reference.run(module, "main", *inputs)
+    for expected, actual in zip(before, after, strict=True):
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
