@@ -85,6 +85,8 @@ class FoldConvBatchNorm(RewritePattern):
         new_conv = conv.clone()
         new_conv.operands = [conv.input, weight_op.result]
         add = graph.AddOp(new_conv.result, bias_op.result)
+        base = op.result.name_hint or "bn"
+        weight_op.result.name_hint, bias_op.result.name_hint = f"{base}_weight", f"{base}_bias"
         add.result.name_hint = op.result.name_hint
         rewriter.replace(op, [weight_op, new_conv, bias_op, add], [add.result])
 

@@ -1,0 +1,177 @@
+// RUN: xdsl-opt %s -p graph-decompose --split-input-file | filecheck %s
+
+// Softmax subtracts the row maximum before exp, so large inputs stay finite.
+// CHECK-LABEL: func.func @softmax
+// CHECK-NEXT: %[[MAX:.*]] = graph.reduce_max %x axes = [1] keepdims : tensor<4x16xf32> -> tensor<4x1xf32>
+// CHECK-NEXT: %[[SH:.*]] = graph.sub %x, %[[MAX]] : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+// CHECK-NEXT: %[[E:.*]] = graph.exp %[[SH]]
+// CHECK-NEXT: %[[S:.*]] = graph.reduce_sum %[[E]] axes = [1] keepdims
+// CHECK-NEXT: %[[Y:.*]] = graph.div %[[E]], %[[S]]
+// CHECK-NEXT: func.return %[[Y]]
+func.func @softmax(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %y = graph.softmax %x axis = -1 : tensor<4x16xf32>
+  func.return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @log_softmax
+// CHECK-NEXT: %[[MAX:.*]] = graph.reduce_max %x axes = [0] keepdims
+// CHECK-NEXT: %[[SH:.*]] = graph.sub %x, %[[MAX]]
+// CHECK-NEXT: %[[E:.*]] = graph.exp %[[SH]]
+// CHECK-NEXT: %[[S:.*]] = graph.reduce_sum %[[E]] axes = [0] keepdims
+// CHECK-NEXT: %[[L:.*]] = graph.log %[[S]]
+// CHECK-NEXT: %[[Y:.*]] = graph.sub %[[SH]], %[[L]]
+// CHECK-NEXT: func.return %[[Y]]
+func.func @log_softmax(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %y = graph.log_softmax %x axis = 0 : tensor<4x16xf32>
+  func.return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// layer_norm over the last two dims: mean and variance reduce axes [1, 2] (reduce_mean
+// is itself opened into a sum and a multiply by 1/24).
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-NEXT: %[[S:.*]] = graph.reduce_sum %x axes = [1, 2] keepdims : tensor<2x3x8xf32> -> tensor<2x1x1xf32>
+// CHECK-NEXT: %[[N:.*]] = graph.constant dense<0.0416666{{[0-9]+}}> : tensor<f32>
+// CHECK-NEXT: %[[MEAN:.*]] = graph.mul %[[S]], %[[N]]
+// CHECK-NEXT: %[[C:.*]] = graph.sub %x, %[[MEAN]]
+// CHECK-NEXT: %[[SQ:.*]] = graph.mul %[[C]], %[[C]]
+// CHECK-NEXT: %[[VS:.*]] = graph.reduce_sum %[[SQ]] axes = [1, 2] keepdims
+// CHECK:      %[[EPS:.*]] = graph.constant dense<1.000000e-03> : tensor<f32>
+// CHECK-NEXT: %[[VE:.*]] = graph.add %{{.*}}, %[[EPS]]
+// CHECK-NEXT: %[[R:.*]] = graph.rsqrt %[[VE]]
+// CHECK-NEXT: %[[NORM:.*]] = graph.mul %[[C]], %[[R]]
+// CHECK-NEXT: %[[G:.*]] = graph.mul %[[NORM]], %g
+// CHECK-NEXT: %[[Y:.*]] = graph.add %[[G]], %b
+// CHECK-NEXT: func.return %[[Y]]
+func.func @layer_norm(%x: tensor<2x3x8xf32>, %g: tensor<3x8xf32>, %b: tensor<3x8xf32>) -> tensor<2x3x8xf32> {
+  %y = graph.layer_norm %x, %g, %b axis = 1 epsilon = 1.0e-03 : (tensor<2x3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<2x3x8xf32>
+  func.return %y : tensor<2x3x8xf32>
+}
+
+// -----
+
+// batch_norm computes scale / sqrt(var + eps) on the channel vectors, then sub, mul, add
+// on the activation with the vectors reshaped to C x 1 x 1.
+// CHECK-LABEL: func.func @batch_norm
+// CHECK:      %[[VE:.*]] = graph.add %v, %{{.*}} : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+// CHECK-NEXT: %[[R:.*]] = graph.rsqrt %[[VE]] : tensor<3xf32>
+// CHECK-NEXT: %[[K:.*]] = graph.mul %s, %[[R]] : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+// CHECK-NEXT: %[[M3:.*]] = graph.reshape %m : tensor<3xf32> -> tensor<3x1x1xf32>
+// CHECK-NEXT: %[[K3:.*]] = graph.reshape %[[K]] : tensor<3xf32> -> tensor<3x1x1xf32>
+// CHECK-NEXT: %[[B3:.*]] = graph.reshape %b : tensor<3xf32> -> tensor<3x1x1xf32>
+// CHECK-NEXT: %[[C:.*]] = graph.sub %x, %[[M3]] : (tensor<2x3x4x4xf32>, tensor<3x1x1xf32>) -> tensor<2x3x4x4xf32>
+// CHECK-NEXT: %[[SC:.*]] = graph.mul %[[C]], %[[K3]]
+// CHECK-NEXT: %[[Y:.*]] = graph.add %[[SC]], %[[B3]]
+// CHECK-NEXT: func.return %[[Y]]
+func.func @batch_norm(%x: tensor<2x3x4x4xf32>, %s: tensor<3xf32>, %b: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>) -> tensor<2x3x4x4xf32> {
+  %y = graph.batch_norm %x, %s, %b, %m, %v : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
+  func.return %y : tensor<2x3x4x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gelu_erf
+// CHECK:      %[[SC:.*]] = graph.mul %x, %{{.*}} : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+// CHECK-NEXT: %[[E:.*]] = graph.erf %[[SC]]
+// CHECK-NEXT: %[[P:.*]] = graph.add %[[E]], %{{.*}}
+// CHECK-NEXT: %[[Q:.*]] = graph.mul %[[P]], %{{.*}}
+// CHECK-NEXT: %[[Y:.*]] = graph.mul %x, %[[Q]]
+// CHECK-NOT:  graph.tanh
+// CHECK:      func.return %[[Y]]
+func.func @gelu_erf(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %y = graph.gelu %x : tensor<8xf32>
+  func.return %y : tensor<8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gelu_tanh
+// CHECK-NOT:  graph.erf
+// CHECK:      %[[T:.*]] = graph.tanh %{{.*}} : tensor<8xf32>
+// CHECK:      func.return
+func.func @gelu_tanh(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %y = graph.gelu %x approximate = tanh : tensor<8xf32>
+  func.return %y : tensor<8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @silu
+// CHECK-NEXT: %[[S:.*]] = graph.sigmoid %x : tensor<8xbf16>
+// CHECK-NEXT: %[[Y:.*]] = graph.mul %x, %[[S]] : (tensor<8xbf16>, tensor<8xbf16>) -> tensor<8xbf16>
+// CHECK-NEXT: func.return %[[Y]]
+func.func @silu(%x: tensor<8xbf16>) -> tensor<8xbf16> {
+  %y = graph.silu %x : tensor<8xbf16>
+  func.return %y : tensor<8xbf16>
+}
+
+// -----
+
+// The scalar constants take the op's element type (here f16).
+// CHECK-LABEL: func.func @reduce_mean
+// CHECK-NEXT: %[[S:.*]] = graph.reduce_sum %x axes = [0, 1] : tensor<4x8xf16> -> tensor<f16>
+// CHECK-NEXT: %[[N:.*]] = graph.constant dense<3.125000e-02> : tensor<f16>
+// CHECK-NEXT: %[[Y:.*]] = graph.mul %[[S]], %[[N]] : (tensor<f16>, tensor<f16>) -> tensor<f16>
+// CHECK-NEXT: func.return %[[Y]]
+func.func @reduce_mean(%x: tensor<4x8xf16>) -> tensor<f16> {
+  %y = graph.reduce_mean %x axes = [0, 1] : tensor<4x8xf16> -> tensor<f16>
+  func.return %y : tensor<f16>
+}
+
+// -----
+
+// Primitive ops are left alone.
+// CHECK-LABEL: func.func @primitives_untouched
+// CHECK-NEXT: %[[S:.*]] = graph.reduce_sum %x axes = [1] : tensor<4x8xf32> -> tensor<4xf32>
+// CHECK-NEXT: %[[E:.*]] = graph.exp %[[S]] : tensor<4xf32>
+// CHECK-NEXT: %[[T:.*]] = graph.sort %[[E]] axis = 0 : tensor<4xf32>
+// CHECK-NEXT: func.return %[[T]]
+func.func @primitives_untouched(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %s = graph.reduce_sum %x axes = [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %e = graph.exp %s : tensor<4xf32>
+  %t = graph.sort %e axis = 0 : tensor<4xf32>
+  func.return %t : tensor<4xf32>
+}
+
+// -----
+
+// A batch-norm whose conv weights and statistics are constants folds into the conv:
+// w' = w * gamma / sqrt(var + eps) per output channel, b' = (0 - mean) * k + beta.
+// With gamma = 2, var = 3, eps = 1 (k = 1), mean = 1, beta = 0.5: w' = w, b' = -0.5.
+// CHECK-LABEL: func.func @fold_conv_batch_norm
+// CHECK-NEXT: %[[W:.*]] = graph.constant dense<3.000000e+00> : tensor<2x1x1x1xf32>
+// CHECK-NEXT: %[[C:.*]] = graph.conv2d %x, %[[W]]
+// CHECK-NEXT: %[[B:.*]] = graph.constant dense<-5.000000e-01> : tensor<1x2x1x1xf32>
+// CHECK-NEXT: %[[Y:.*]] = graph.add %[[C]], %[[B]]
+// CHECK-NOT:  graph.batch_norm
+// CHECK:      func.return %[[Y]]
+func.func @fold_conv_batch_norm(%x: tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %w = graph.constant dense<3.0> : tensor<2x1x1x1xf32>
+  %gamma = graph.constant dense<2.0> : tensor<2xf32>
+  %beta = graph.constant dense<0.5> : tensor<2xf32>
+  %mean = graph.constant dense<1.0> : tensor<2xf32>
+  %var = graph.constant dense<3.0> : tensor<2xf32>
+  %c = graph.conv2d %x, %w : (tensor<1x1x4x4xf32>, tensor<2x1x1x1xf32>) -> tensor<1x2x4x4xf32>
+  %y = graph.batch_norm %c, %gamma, %beta, %mean, %var epsilon = 1.0 : (tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
+  func.return %y : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// A batch-norm after a conv with non-constant weights is opened, not folded.
+// CHECK-LABEL: func.func @no_fold_with_weight_argument
+// CHECK:      graph.conv2d %x, %w
+// CHECK:      graph.sub
+// CHECK-NOT:  graph.batch_norm
+func.func @no_fold_with_weight_argument(%x: tensor<1x1x4x4xf32>, %w: tensor<2x1x1x1xf32>) -> tensor<1x2x4x4xf32> {
+  %gamma = graph.constant dense<2.0> : tensor<2xf32>
+  %beta = graph.constant dense<0.5> : tensor<2xf32>
+  %mean = graph.constant dense<1.0> : tensor<2xf32>
+  %var = graph.constant dense<3.0> : tensor<2xf32>
+  %c = graph.conv2d %x, %w : (tensor<1x1x4x4xf32>, tensor<2x1x1x1xf32>) -> tensor<1x2x4x4xf32>
+  %y = graph.batch_norm %c, %gamma, %beta, %mean, %var epsilon = 1.0 : (tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
+  func.return %y : tensor<1x2x4x4xf32>
+}
