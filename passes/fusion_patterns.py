@@ -33,18 +33,26 @@ class ChainPattern:
         return frozenset(self.chain[index].split("|"))
 
     def match(self, root: Operation) -> list[Operation] | None:
-        """The chain's ops starting at `root`, in order, or None if it does not match."""
+        """The chain's ops starting at `root`, in order, or None if it does not match.
+
+        Where a value has several users of the next step's kind, each is tried in turn
+        (an opened GELU reads its input twice), so the first full match wins.
+        """
         if root.name not in self.step_names(0) or len(root.results) != 1:
             return None
-        members = [root]
-        for index in range(1, len(self.chain)):
-            names = self.step_names(index)
-            users = [use.operation for use in members[-1].results[0].uses]
-            following = next((u for u in users if u.name in names and u not in members), None)
-            if following is None or len(following.results) != 1:
-                return None
-            members.append(following)
-        return members if _self_contained(members) else None
+        return self._extend([root])
+
+    def _extend(self, members: list[Operation]) -> list[Operation] | None:
+        if len(members) == len(self.chain):
+            return members if _self_contained(members) else None
+        names = self.step_names(len(members))
+        candidates = (use.operation for use in members[-1].results[0].uses)
+        for user in candidates:
+            if user.name not in names or user in members or len(user.results) != 1:
+                continue
+            if (found := self._extend([*members, user])) is not None:
+                return found
+        return None
 
 
 def _self_contained(members: Sequence[Operation]) -> bool:
