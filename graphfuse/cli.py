@@ -186,7 +186,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     before = {f.sym_name.data: Summary.of(kernel_stats(f)) for f in functions(module)}
     reference_run = _reference_results(module) if args.check else None
     notes: list[str] = []
-    front_end(make_context(), module, args.decompose, args.simplify, args.patterns)
+    front_end(make_context(), module, args.decompose, args.simplify, args.patterns, args.rules)
     for function in functions(module):
         lines = fuse_function(function, args.max_depth)
         if args.explain:
@@ -233,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     fuse.add_argument("--explain", action="store_true", help="print every fusion decision")
     fuse.add_argument("--report", action="store_true", help="print kernels and bytes moved")
     fuse.add_argument("--max-depth", type=int, default=256, help="most ops per kernel")
+    fuse.add_argument("--rules", help="a PDL file of extra rewrite rules (graph-simplify)")
     fuse.add_argument(
         "--check", action="store_true", help="run @main before and after in the reference"
     )

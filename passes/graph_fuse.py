@@ -82,13 +82,19 @@ def fuse_function(function: func.FuncOp, max_depth: int) -> list[str]:
 
 
 def front_end(
-    ctx: Context, module: ModuleOp, decompose: bool, simplify: bool, patterns: bool
+    ctx: Context,
+    module: ModuleOp,
+    decompose: bool,
+    simplify: bool,
+    patterns: bool,
+    rules: str | None = None,
 ) -> None:
-    """The steps before partitioning: open compound ops, simplify, pre-form pattern kernels."""
+    """The steps before partitioning: open compound ops, simplify (with a user's PDL rules
+    file, if given), pre-form pattern kernels."""
     if decompose:
         GraphDecomposePass().apply(ctx, module)
     if simplify:
-        GraphSimplifyPass().apply(ctx, module)
+        GraphSimplifyPass(rules=rules).apply(ctx, module)
     if patterns:
         fuse_patterns(module)
 
@@ -114,10 +120,13 @@ class GraphFusePass(ModulePass):
     patterns: bool = True
     """Then pre-form the classic fused kernels (graph-fuse-patterns)."""
 
+    rules: str | None = None
+    """A PDL file of extra simplification rules (see graph-simplify)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.max_depth < 1:
             raise PassFailedException(f"graph-fuse: max-depth must be >= 1, got {self.max_depth}")
-        front_end(ctx, op, self.decompose, self.simplify, self.patterns)
+        front_end(ctx, op, self.decompose, self.simplify, self.patterns, self.rules)
         for function in functions(op):
             lines = fuse_function(function, self.max_depth)
             if self.explain:

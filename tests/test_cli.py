@@ -162,3 +162,33 @@ def test_cli_fuse_explain_and_report_partition_only():
     assert re.search(r"// after:  @main: 6 kernels, 7 ops;", run.stdout)
     assert "// check: @main gives bit-identical results before and after (1 results)" in run.stdout
     assert "func.func @main" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("rules", "pattern"),
+    [
+        ("unknown_op.mlir", r"unknown_op\.mlir:4:3: PDL rule names unknown op 'graph\.expp'$"),
+        ("bad_syntax.mlir", r"bad_syntax\.mlir:4:51: Expected '\)'$"),
+        ("missing.mlir", r"missing\.mlir: cannot read PDL rules"),
+    ],
+)
+def test_cli_fuse_bad_rules_file_one_line(rules, pattern, tmp_path):
+    out = tmp_path / "out.mlir"
+    rules_path = ROOT / "lit_tests" / "passes" / "Inputs" / rules
+    run = graphfuse("fuse", str(EXAMPLES / "resnet_block.mlir"), "--rules", str(rules_path), "-o", str(out))
+    _assert_one_line_error(run, pattern)
+    assert not out.exists()
+
+
+def test_cli_fuse_user_rules_apply(tmp_path):
+    source = tmp_path / "in.mlir"
+    source.write_text(
+        "func.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {\n"
+        "  %l = graph.log %x : tensor<8xf32>\n  %e = graph.exp %l : tensor<8xf32>\n"
+        "  func.return %e : tensor<8xf32>\n}\n"
+    )
+    rules_path = ROOT / "lit_tests" / "passes" / "Inputs" / "exp_of_log.mlir"
+    run = graphfuse("fuse", str(source), "--rules", str(rules_path))
+    assert run.returncode == 0, run.stderr
+    assert "graph.exp" not in run.stdout and "graph.log" not in run.stdout
+    assert "func.return %x" in run.stdout

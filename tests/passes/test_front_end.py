@@ -1,0 +1,173 @@
+"""The front end keeps the reference's numbers: decompositions, folding, simplification."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+from xdsl.pattern_rewriter import PatternRewriteWalker
+
+from graphfuse import reference
+from graphfuse.parsing import verify
+from graphfuse.passes.graph_decompose import GraphDecomposePass
+from graphfuse.passes.graph_fuse import GraphFusePass
+from graphfuse.passes.graph_simplify import GraphSimplifyPass
+from graphfuse.passes.rewrite_spec import Decomposition, DecompositionPattern, Step
+from tests.conftest import parse
+
+COMPOUND = {
+    "softmax": "graph.softmax %x axis = 1 : tensor<4x16xf32>",
+    "log_softmax": "graph.log_softmax %x axis = 0 : tensor<4x16xf32>",
+    "gelu": "graph.gelu %x : tensor<4x16xf32>",
+    "gelu_tanh": "graph.gelu %x approximate = tanh : tensor<4x16xf32>",
+    "silu": "graph.silu %x : tensor<4x16xf32>",
+    "reduce_mean": "graph.reduce_mean %x axes = [1] keepdims : tensor<4x16xf32> -> tensor<4x1xf32>",
+}
+
+
+def _single(body: str, result: str) -> str:
+    return (
+        f"func.func @main(%x: tensor<4x16xf32>) -> {result} {{\n"
+        f"  %y = {body}\n  func.return %y : {result}\n}}"
+    )
+
+
+def _run_before_after(text: str, apply, *arrays):
+    module = parse(text)
+    before = reference.run(module, "main", *arrays)
+    apply(module)
+    verify(module)
+    return before, reference.run(module, "main", *arrays), module
+
+
+@pytest.mark.parametrize("name", sorted(COMPOUND))
+def test_decomposition_matches_reference(name, rng):
+    body = COMPOUND[name]
+    result = body.rsplit("-> ", 1)[1] if "->" in body else "tensor<4x16xf32>"
+    x = rng.uniform(-3, 3, (4, 16)).astype(np.float32)
+    before, after, module = _run_before_after(
+        _single(body, result), lambda m: GraphDecomposePass().apply(Context(), m), x
+    )
+    compound = {"graph.softmax", "graph.log_softmax", "graph.gelu", "graph.silu", "graph.reduce_mean"}
+    assert not [op.name for op in module.walk() if op.name in compound]
+    np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-6)
+
+
+def test_layer_norm_and_batch_norm_decompositions_match_reference(rng):
+    text = """
+func.func @main(%x: tensor<2x3x4x4xf32>, %g: tensor<4x4xf32>, %s: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>) {
+  %l = graph.layer_norm %x, %g, %g axis = 2 epsilon = 1.0e-03 : (tensor<2x3x4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<2x3x4x4xf32>
+  %b = graph.batch_norm %x, %s, %m, %m, %v : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
+  func.return %l, %b : tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>
+}"""
+    x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    g = rng.standard_normal((4, 4)).astype(np.float32)
+    s, m = (rng.standard_normal(3).astype(np.float32) for _ in range(2))
+    v = rng.uniform(0.5, 2.0, 3).astype(np.float32)
+    before, after, _ = _run_before_after(
+        text, lambda mod: GraphDecomposePass().apply(Context(), mod), x, g, s, m, v
+    )
+    for expected, actual in zip(before, after, strict=True):
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_softmax_of_large_inputs_stays_finite():
+    x = np.full((4, 16), 1000.0, dtype=np.float32)
+    x[:, 0] = 1010.0
+    _, after, _ = _run_before_after(
+        _single(COMPOUND["softmax"], "tensor<4x16xf32>"),
+        lambda m: GraphFusePass().apply(Context(), m),
+        x,
+    )
+    assert np.isfinite(after[0]).all()
+    expected = np.exp(x - 1010.0) / np.exp(x - 1010.0).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(after[0], expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_conv_batch_norm_folding_matches_reference(with_bias, rng):
+    def const(name: str, shape: tuple[int, ...], low: float = -1.0) -> str:
+        values = rng.uniform(low, 1.0, shape).astype(np.float32).tolist()
+        type_ = f"tensor<{'x'.join(map(str, shape))}xf32>"
+        return f"  %{name} = graph.constant dense<{values}> : {type_}"
+
+    bias_lines = (
+        [const("cb", (1, 4, 1, 1)), "  %cc = graph.add %c, %cb : (tensor<1x4x5x5xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x5x5xf32>"]
+        if with_bias
+        else ["  %cc = graph.relu %c : tensor<1x4x5x5xf32>"]
+    )
+    text = "\n".join(
+        [
+            "func.func @main(%x: tensor<1x2x5x5xf32>) -> tensor<1x4x5x5xf32> {",
+            const("w", (4, 2, 3, 3)),
+            const("g", (4,)),
+            const("b", (4,)),
+            const("m", (4,)),
+            const("v", (4,), low=0.5),
+            "  %c = graph.conv2d %x, %w padding = [1, 1, 1, 1] : (tensor<1x2x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x5x5xf32>",
+            *bias_lines,
+            "  %y = graph.batch_norm %cc, %g, %b, %m, %v : (tensor<1x4x5x5xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<1x4x5x5xf32>",
+            "  func.return %y : tensor<1x4x5x5xf32>",
+            "}",
+        ]
+    )
+    x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    before, after, module = _run_before_after(
+        text, lambda m: GraphDecomposePass().apply(Context(), m), x
+    )
+    names = [op.name for op in module.walk()]
+    assert "graph.batch_norm" not in names
+    # Folded (no subtraction of the mean left) only when the conv feeds the batch-norm
+    # through a constant bias; after a relu it is opened instead.
+    assert ("graph.sub" not in names) == with_bias
+    np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-5)
+
+
+def test_simplify_keeps_results_and_removes_ops(rng):
+    text = """
+func.func @main(%x: tensor<4x16xf32>) -> tensor<16x4xf32> {
+  %z = graph.constant dense<0.0> : tensor<f32>
+  %o = graph.constant dense<1.0> : tensor<16xf32>
+  %a = graph.add %x, %z : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %m = graph.mul %a, %o : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+  %t = graph.transpose %m perm = [1, 0] : tensor<4x16xf32> -> tensor<16x4xf32>
+  %u = graph.transpose %t perm = [1, 0] : tensor<16x4xf32> -> tensor<4x16xf32>
+  %r = graph.reshape %u : tensor<4x16xf32> -> tensor<64xf32>
+  %s = graph.reshape %r : tensor<64xf32> -> tensor<16x4xf32>
+  func.return %s : tensor<16x4xf32>
+}"""
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    before, after, module = _run_before_after(
+        text, lambda m: GraphSimplifyPass().apply(Context(), m), x
+    )
+    np.testing.assert_array_equal(after[0], before[0])
+    function = next(iter(module.ops))
+    assert [op.name for op in function.body.block.ops] == ["graph.reshape", "func.return"]
+
+
+def test_user_decomposition_rule_is_data(rng):
+    # A user opens sigmoid into 1 / (1 + exp(-x)) by writing only the rule.
+    rule = Decomposition(
+        root="graph.sigmoid",
+        operands=("x",),
+        steps=(
+            Step("one", "graph.constant", value=1.0),
+            Step("neg", "graph.neg", ("x",)),
+            Step("exp", "graph.exp", ("neg",)),
+            Step("den", "graph.add", ("exp", "one")),
+            Step("out", "graph.div", ("one", "den")),
+        ),
+    )
+    x = rng.uniform(-4, 4, (4, 16)).astype(np.float32)
+    before, after, module = _run_before_after(
+        _single("graph.sigmoid %x : tensor<4x16xf32>", "tensor<4x16xf32>"),
+        lambda m: PatternRewriteWalker(DecompositionPattern(rule)).rewrite_module(m),
+        x,
+    )
+    assert "graph.sigmoid" not in [op.name for op in module.walk()]
+    np.testing.assert_allclose(after[0], before[0], rtol=1e-6)
+
+
+def test_decomposition_rule_reading_undefined_name_is_rejected():
+    with pytest.raises(AssertionError, match="reads undefined"):
+        Decomposition(root="graph.exp", operands=("x",), steps=(Step("y", "graph.neg", ("z",)),))
