@@ -13,6 +13,7 @@ i32/i64 -> int32/int64, i1 -> bool, and bf16 -> float32 holding values rounded t
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    AnyFloat,
     BFloat16Type,
     BytesAttr,
     DenseIntOrFPElementsAttr,
@@ -112,7 +114,9 @@ def numpy_to_dense(array: Array, tensor_type: TensorType[Attribute]) -> DenseInt
         raw = np.where(stored, 0xFF, 0).astype(np.uint8).tobytes()
     else:
         raw = np.ascontiguousarray(stored).tobytes()
-    return DenseIntOrFPElementsAttr(tensor_type, BytesAttr(raw))
+    assert isinstance(element_type, IntegerType | AnyFloat), element_type
+    dense_type = typing.cast(TensorType[IntegerType | AnyFloat], tensor_type)
+    return DenseIntOrFPElementsAttr(dense_type, BytesAttr(raw))
 
 
 def _widen(value: Array) -> Array:

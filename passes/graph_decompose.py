@@ -18,7 +18,11 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 
 from graphfuse.passes.decompositions import DECOMPOSITIONS
 from graphfuse.passes.folding import FoldConvBatchNorm
@@ -35,7 +39,6 @@ class GraphDecomposePass(ModulePass):
     """Fold constant batch-norms into the preceding conv2d before opening the rest."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = [DecompositionPattern(rule) for rule in DECOMPOSITIONS]
-        if self.fold_conv_bn:
-            patterns.insert(0, FoldConvBatchNorm())
+        patterns: list[RewritePattern] = [FoldConvBatchNorm()] if self.fold_conv_bn else []
+        patterns.extend(DecompositionPattern(rule) for rule in DECOMPOSITIONS)
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns)).rewrite_module(op)

@@ -13,31 +13,39 @@ from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import pdl
 from xdsl.interpreters.pdl import PDLRewritePattern
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 from xdsl.pattern_rewriter import RewritePattern
 from xdsl.utils.exceptions import PassFailedException
 
+from graphfuse import reference
+from graphfuse.dialects import graph
 from graphfuse.parsing import GraphfuseError, location_of, make_context, parse_text
-from graphfuse.passes.folding import constant_value
 
 
-def _all_equal(value: Any, number: float) -> bool:
-    if not isinstance(value, SSAValue):
+def _all_equal(value: object, number: float) -> bool:
+    owner = getattr(value, "owner", None)
+    if not isinstance(owner, graph.ConstantOp):
         return False
-    array = constant_value(value)
-    return array is not None and array.size > 0 and bool(np.all(array == number))
+    array = reference.dense_to_numpy(owner.value)
+    return array.size > 0 and bool(np.all(array == number))
 
 
-NATIVE_CONSTRAINTS: dict[str, Callable[..., bool]] = {
-    "is_zero": lambda value: _all_equal(value, 0),
-    "is_one": lambda value: _all_equal(value, 1),
-}
+def is_zero(value: object) -> bool:
+    """The value is a graph.constant whose every element is 0."""
+    return _all_equal(value, 0)
+
+
+def is_one(value: object) -> bool:
+    """The value is a graph.constant whose every element is 1."""
+    return _all_equal(value, 1)
+
+
+NATIVE_CONSTRAINTS: dict[str, Callable[..., bool]] = {"is_zero": is_zero, "is_one": is_one}
 """Python predicates PDL rules may call with `pdl.apply_native_constraint "name"(...)`."""
 
 

@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from xdsl.dialects.builtin import (
     DenseArrayBase,
-    DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
     TensorType,
@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
+from graphfuse import reference
 from graphfuse.dialects import graph
 from graphfuse.dialects import shape_rules as rules
 
@@ -149,7 +150,7 @@ def _resolve(value: Any, env: Mapping[str, Any]) -> Any:
 
 def scalar_constant(value: float, element_type: Attribute) -> graph.ConstantOp:
     """A rank-0 `graph.constant` of the given element type."""
-    attr = DenseIntOrFPElementsAttr.from_list(TensorType(element_type, ()), [value])
+    attr = reference.numpy_to_dense(np.array(value), TensorType(element_type, ()))
     return graph.ConstantOp(attr)
 
 
