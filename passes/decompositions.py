@@ -71,19 +71,27 @@ BATCH_NORM = Decomposition(
     ),
 )
 
+
+def _gelu_tail(phi_arg: str) -> tuple[Step, ...]:
+    """x * 0.5 * (1 + f), where f = erf(...) or tanh(...) is the step named `phi_arg`."""
+    return (
+        Step("one", "graph.constant", value=1.0),
+        Step("half", "graph.constant", value=0.5),
+        Step("cdf2", "graph.add", (phi_arg, "one")),
+        Step("cdf", "graph.mul", ("cdf2", "half")),
+        Step("out", "graph.mul", ("x", "cdf")),
+    )
+
+
 GELU_ERF = Decomposition(
     root="graph.gelu",
     operands=("x",),
     when=(("approximate", "none"),),
     steps=(
         Step("rsqrt2", "graph.constant", value=1 / math.sqrt(2)),
-        Step("one", "graph.constant", value=1.0),
-        Step("half", "graph.constant", value=0.5),
         Step("scaled", "graph.mul", ("x", "rsqrt2")),
         Step("erf", "graph.erf", ("scaled",)),
-        Step("cdf2", "graph.add", ("erf", "one")),
-        Step("cdf", "graph.mul", ("cdf2", "half")),
-        Step("out", "graph.mul", ("x", "cdf")),
+        *_gelu_tail("erf"),
     ),
 )
 
@@ -94,17 +102,13 @@ GELU_TANH = Decomposition(
     steps=(
         Step("coeff", "graph.constant", value=0.044715),
         Step("sqrt_2_pi", "graph.constant", value=math.sqrt(2 / math.pi)),
-        Step("one", "graph.constant", value=1.0),
-        Step("half", "graph.constant", value=0.5),
         Step("x2", "graph.mul", ("x", "x")),
         Step("x3", "graph.mul", ("x2", "x")),
         Step("cx3", "graph.mul", ("x3", "coeff")),
         Step("inner", "graph.add", ("x", "cx3")),
         Step("arg", "graph.mul", ("inner", "sqrt_2_pi")),
         Step("tanh", "graph.tanh", ("arg",)),
-        Step("cdf2", "graph.add", ("tanh", "one")),
-        Step("cdf", "graph.mul", ("cdf2", "half")),
-        Step("out", "graph.mul", ("x", "cdf")),
+        *_gelu_tail("tanh"),
     ),
 )
 
