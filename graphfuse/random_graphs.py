@@ -10,6 +10,7 @@ stay bounded (tanh, sigmoid, small fan-in), so results are finite and comparable
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -148,12 +149,18 @@ class _Builder:
 
 
 def random_graph(ops: int, seed: int) -> str:
-    """Text of `func.func @main(%x: 4x8, %y: 8)` with `ops` random ops (constants extra)."""
+    """Text of `func.func @main(%v0: 4x8, %v1: 8)` with `ops` random ops (constants extra),
+    returning every value no op reads."""
     builder = _Builder(np.random.default_rng(seed))
     builder.shapes = [_A, _V]
     for _ in range(ops):
         builder.step()
-    results = [len(builder.shapes) - 1]
+    # Every value nobody reads is returned, so no op is dead (DCE would shrink the graph);
+    # a few used values are returned too, as real graphs return intermediates.
+    used = {int(m) for line in builder.lines for m in re.findall(r"%v(\d+)", line.split("=", 1)[1])}
+    results = [i for i in range(2, len(builder.shapes)) if i not in used] or [
+        len(builder.shapes) - 1
+    ]
     for _ in range(int(builder.rng.integers(0, 3))):
         extra = int(builder.rng.integers(2, len(builder.shapes)))
         if extra not in results:

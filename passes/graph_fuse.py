@@ -20,6 +20,9 @@ fusion is printed, one `//` line each, ahead of the module so the output still p
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import reduce
 
@@ -38,6 +41,24 @@ from graphfuse.passes.graph_simplify import GraphSimplifyPass
 from graphfuse.passes.outline import inline, outline, sort_block
 from graphfuse.passes.partition import Partitioner
 from graphfuse.passes.post_dominators import combine
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause CPython's cycle collector while IR is rebuilt.
+
+    Outlining creates and drops many IR objects; each automatic collection rescans the whole
+    (large, long-lived) IR heap, which made graph-fuse grow faster than linearly with the
+    graph. The IR holds no garbage cycles worth collecting mid-pass; collection resumes after.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
 
 DEFAULT_MAX_DEPTH = 256
 """TVM's default cap on ops per fused function (relay.FuseOps.max_depth)."""
@@ -127,6 +148,10 @@ class GraphFusePass(ModulePass):
         if self.max_depth < 1:
             raise PassFailedException(f"graph-fuse: max-depth must be >= 1, got {self.max_depth}")
         front_end(ctx, op, self.decompose, self.simplify, self.patterns, self.rules)
+        with gc_paused():
+            self._partition(op)
+
+    def _partition(self, op: ModuleOp) -> None:
         for function in functions(op):
             lines = fuse_function(function, self.max_depth)
             if self.explain:

@@ -79,34 +79,42 @@ def _kernel_outputs(ops: Sequence[Operation], members: set[Operation]) -> list[S
 
 
 def outline(ops: Sequence[Operation], kind: FusionKind) -> graph.FusedOp:
-    """Replace `ops` (a convex group of one block, in IR order) by one `graph.fused`."""
+    """Replace `ops` (a convex group of one block, in IR order) by one `graph.fused`.
+
+    The ops are moved, not copied, into the kernel's region (only tiny constants are
+    cloned), so outlining costs a few pointer updates per op.
+    """
     members = set(ops)
     inputs, constants = _kernel_inputs(ops, members)
     outputs = _kernel_outputs(ops, members)
+    block = ops[0].parent_block()
+    assert block is not None
     body = Block(arg_types=[value.type for value in inputs])
-    mapping: dict[SSAValue, SSAValue] = {}
+    local: dict[SSAValue, SSAValue] = {}
     for value, arg in zip(inputs, body.args, strict=True):
         arg.name_hint = value.name_hint
-        mapping[value] = arg
-    for op in [*constants, *ops]:
-        clone = op.clone(value_mapper=mapping)
+        local[value] = arg
+    for constant in constants:
+        clone = constant.clone()
         body.add_op(clone)
-        mapping.update(zip(op.results, clone.results, strict=True))
-    body.add_op(graph.YieldOp.create(operands=[mapping[v] for v in outputs]))
+        local[constant.result] = clone.result
     fused = graph.FusedOp.create(
         operands=inputs,
         result_types=[v.type for v in outputs],
         properties={"sym_name": StringAttr(kernel_name(ops)), "kind": FusionKindAttr(kind)},
         regions=[Region(body)],
     )
-    block = ops[0].parent_block()
-    assert block is not None
     block.insert_op_before(fused, ops[0])
     for old, new in zip(outputs, fused.results, strict=True):
         new.name_hint = old.name_hint
-        old.replace_all_uses_with(new)
-    for op in reversed(ops):
-        block.erase_op(op)
+        old.replace_uses_with_if(new, lambda use: use.operation not in members)
+    for op in ops:
+        block.detach_op(op)
+        for index, operand in enumerate(op.operands):
+            if operand in local:
+                op.operands[index] = local[operand]
+        body.add_op(op)
+    body.add_op(graph.YieldOp.create(operands=outputs))
     for constant in constants:
         if not constant.result.uses:
             block.erase_op(constant)
