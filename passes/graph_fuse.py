@@ -147,8 +147,8 @@ class GraphFusePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.max_depth < 1:
             raise PassFailedException(f"graph-fuse: max-depth must be >= 1, got {self.max_depth}")
-        front_end(ctx, op, self.decompose, self.simplify, self.patterns, self.rules)
         with gc_paused():
+            front_end(ctx, op, self.decompose, self.simplify, self.patterns, self.rules)
             self._partition(op)
 
     def _partition(self, op: ModuleOp) -> None:
