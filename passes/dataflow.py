@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
+from xdsl.utils.exceptions import PassFailedException
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind, fusion_kind
@@ -48,10 +49,20 @@ def _shape(value: SSAValue) -> tuple[int, ...] | None:
 
 
 def functions(module: ModuleOp) -> Iterator[func.FuncOp]:
-    """The module's functions that have a body."""
+    """The module's functions that have a body; a body of several blocks is refused.
+
+    Graph functions are single dataflow blocks; control flow between blocks would need
+    kernels that span branches, which fusion does not attempt.
+    """
     for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.body.blocks:
-            yield op
+        if not isinstance(op, func.FuncOp) or not op.body.blocks:
+            continue
+        if len(op.body.blocks) > 1:
+            raise PassFailedException(
+                f"@{op.sym_name.data} has {len(op.body.blocks)} blocks; graph passes handle "
+                "functions of one block (keep control flow outside graph functions)"
+            )
+        yield op
 
 
 def is_preformed(op: Operation) -> bool:

@@ -192,3 +192,16 @@ def test_cli_fuse_user_rules_apply(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "graph.exp" not in run.stdout and "graph.log" not in run.stdout
     assert "func.return %x" in run.stdout
+
+
+def test_cli_fuse_multi_block_function_is_refused(tmp_path):
+    source = tmp_path / "cf.mlir"
+    source.write_text(
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %e = graph.exp %x : tensor<4xf32>\n  cf.br ^next\n"
+        "^next:\n  func.return %e : tensor<4xf32>\n}\n"
+    )
+    out = tmp_path / "out.mlir"
+    run = graphfuse("fuse", str(source), "-o", str(out))
+    _assert_one_line_error(run, r"@main has 2 blocks; graph passes handle functions of one block")
+    assert not out.exists()
