@@ -38,8 +38,28 @@ def _single_use_producer(value: SSAValue, op_type: type[Operation]) -> Operation
     return value.op if value.has_one_use() else None
 
 
+def channel_bias(bias: Array, output_shape: Sequence[int]) -> Array | None:
+    """`bias` as a [C] vector when adding it to an NCHW tensor of `output_shape` adds
+    bias[c] to every element of channel c, else None.
+
+    NumPy broadcasting aligns trailing dims, so a bias of C elements is per channel only if
+    its C sits on output axis 1 ([C, 1, 1], [1, C, 1, 1]); a [C] vector would broadcast
+    along W instead. A one-element bias adds the same number to every channel. Dims beyond
+    the output's rank are not looked at here (they change the sum's type, checked apart).
+    """
+    rank = len(output_shape)
+    aligned = (1,) * (rank - bias.ndim) + bias.shape[max(0, bias.ndim - rank) :]
+    channels = output_shape[1]
+    if any(size != 1 for axis, size in enumerate(aligned) if axis != 1):
+        return None
+    if aligned[1] not in (1, channels):
+        return None
+    return np.broadcast_to(bias.reshape(-1), (channels,))
+
+
 def _conv_and_bias(value: SSAValue) -> tuple[graph.Conv2dOp, Array | None] | None:
-    """`value` is conv2d(x, W) or conv2d(x, W) + b with W, b constant; each used once."""
+    """`value` is conv2d(x, W) or conv2d(x, W) + b with W, b constant and b per output
+    channel (see `channel_bias`); each used once."""
     if (conv := _single_use_producer(value, graph.Conv2dOp)) is not None:
         assert isinstance(conv, graph.Conv2dOp)
         return conv, None
@@ -51,10 +71,8 @@ def _conv_and_bias(value: SSAValue) -> tuple[graph.Conv2dOp, Array | None] | Non
     if conv is None or bias is None:
         return None
     assert isinstance(conv, graph.Conv2dOp)
-    channels = graph.tensor_type_of(conv.result).get_shape()[1]
-    if bias.size != channels or bias.reshape(-1).shape != (channels,):
-        return None
-    return conv, bias.reshape(-1)
+    per_channel = channel_bias(bias, graph.tensor_type_of(conv.result).get_shape())
+    return None if per_channel is None else (conv, per_channel)
 
 
 class FoldConvBatchNorm(RewritePattern):

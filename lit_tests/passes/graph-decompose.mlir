@@ -175,3 +175,47 @@ func.func @no_fold_with_weight_argument(%x: tensor<1x1x4x4xf32>, %w: tensor<2x1x
   %y = graph.batch_norm %c, %gamma, %beta, %mean, %var epsilon = 1.0 : (tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
   func.return %y : tensor<1x2x4x4xf32>
 }
+
+// -----
+
+// A constant bias between them folds too when it is per channel (C on axis 1):
+// b' = (b - mean) * k + beta = ([1, 2] - 1) * 1 + 0.5.
+// CHECK-LABEL: func.func @fold_conv_bias_batch_norm
+// CHECK-NEXT: %[[W:.*]] = graph.constant dense<3.000000e+00> : tensor<2x1x1x1xf32>
+// CHECK-NEXT: %[[C:.*]] = graph.conv2d %x, %[[W]]
+// CHECK-NEXT: %[[B:.*]] = graph.constant dense<{{\[\[\[\[}}5.000000e-01]], {{\[\[}}1.500000e+00]]]]> : tensor<1x2x1x1xf32>
+// CHECK-NEXT: %[[Y:.*]] = graph.add %[[C]], %[[B]]
+// CHECK-NEXT: func.return %[[Y]]
+func.func @fold_conv_bias_batch_norm(%x: tensor<1x1x2x2xf32>) -> tensor<1x2x2x2xf32> {
+  %w = graph.constant dense<3.0> : tensor<2x1x1x1xf32>
+  %b = graph.constant dense<[[[1.0]], [[2.0]]]> : tensor<2x1x1xf32>
+  %gamma = graph.constant dense<2.0> : tensor<2xf32>
+  %beta = graph.constant dense<0.5> : tensor<2xf32>
+  %mean = graph.constant dense<1.0> : tensor<2xf32>
+  %var = graph.constant dense<3.0> : tensor<2xf32>
+  %c = graph.conv2d %x, %w : (tensor<1x1x2x2xf32>, tensor<2x1x1x1xf32>) -> tensor<1x2x2x2xf32>
+  %a = graph.add %c, %b : (tensor<1x2x2x2xf32>, tensor<2x1x1xf32>) -> tensor<1x2x2x2xf32>
+  %y = graph.batch_norm %a, %gamma, %beta, %mean, %var epsilon = 1.0 : (tensor<1x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  func.return %y : tensor<1x2x2x2xf32>
+}
+
+// -----
+
+// A bias of C elements that broadcasts along W (here C = W = 2) is not per channel: the
+// batch-norm is opened, not folded.
+// CHECK-LABEL: func.func @no_fold_bias_along_width
+// CHECK:      %[[A:.*]] = graph.add %{{.*}}, %{{.*}} : (tensor<1x2x2x2xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+// CHECK:      graph.sub %[[A]]
+// CHECK-NOT:  graph.batch_norm
+func.func @no_fold_bias_along_width(%x: tensor<1x1x2x2xf32>) -> tensor<1x2x2x2xf32> {
+  %w = graph.constant dense<3.0> : tensor<2x1x1x1xf32>
+  %b = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %gamma = graph.constant dense<2.0> : tensor<2xf32>
+  %beta = graph.constant dense<0.5> : tensor<2xf32>
+  %mean = graph.constant dense<1.0> : tensor<2xf32>
+  %var = graph.constant dense<3.0> : tensor<2xf32>
+  %c = graph.conv2d %x, %w : (tensor<1x1x2x2xf32>, tensor<2x1x1x1xf32>) -> tensor<1x2x2x2xf32>
+  %a = graph.add %c, %b : (tensor<1x2x2x2xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  %y = graph.batch_norm %a, %gamma, %beta, %mean, %var epsilon = 1.0 : (tensor<1x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  func.return %y : tensor<1x2x2x2xf32>
+}

@@ -123,6 +123,58 @@ def test_conv_batch_norm_folding_matches_reference(with_bias, rng):
     np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-5)
 
 
+def _conv_bias_batch_norm(rng, bias_shape: tuple[int, ...], result: str) -> str:
+    """conv2d (1x2x4x4 -> 1x4x4x4, so C = W = 4) + constant bias of `bias_shape`, then a
+    constant batch-norm over the sum, whose type is `result`."""
+
+    def const(name: str, shape: tuple[int, ...], low: float = -1.0) -> str:
+        values = rng.uniform(low, 1.0, shape).astype(np.float32).tolist()
+        return f"  %{name} = graph.constant dense<{values}> : {_tensor(shape)}"
+
+    channels = _tensor((int(result.split("x")[1]),))
+    bn_types = ", ".join([result] + [channels] * 4)
+    return "\n".join(
+        [
+            f"func.func @main(%x: tensor<1x2x4x4xf32>) -> {result} {{",
+            const("w", (4, 2, 1, 1)),
+            const("cb", bias_shape),
+            *(const(name, (4,)) for name in ("g", "b", "m")),
+            const("v", (4,), low=0.5),
+            "  %c = graph.conv2d %x, %w : (tensor<1x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<1x4x4x4xf32>",
+            f"  %cc = graph.add %c, %cb : (tensor<1x4x4x4xf32>, {_tensor(bias_shape)}) -> {result}",
+            f"  %y = graph.batch_norm %cc, %g, %b, %m, %v : ({bn_types}) -> {result}",
+            f"  func.return %y : {result}",
+            "}",
+        ]
+    )
+
+
+def _tensor(shape: tuple[int, ...]) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+
+
+@pytest.mark.parametrize(
+    ("bias_shape", "folds"),
+    [
+        ((4, 1, 1), True),
+        ((1, 4, 1, 1), True),
+        ((1,), True),  # one number for every channel
+        ((4,), False),  # broadcasts along W, not C
+        ((1, 4), False),  # along H and W
+        ((4, 1), False),  # along H
+    ],
+)
+def test_conv_bias_batch_norm_folds_only_per_channel_bias(bias_shape, folds, rng):
+    text = _conv_bias_batch_norm(rng, bias_shape, "tensor<1x4x4x4xf32>")
+    x = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    before, after, module = _run_before_after(
+        text, lambda m: GraphDecomposePass().apply(Context(), m), x
+    )
+    names = [op.name for op in module.walk()]
+    assert ("graph.sub" not in names) == folds
+    np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-5)
+
+
 def test_simplify_keeps_results_and_removes_ops(rng):
     text = """
 func.func @main(%x: tensor<4x16xf32>) -> tensor<16x4xf32> {
