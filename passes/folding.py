@@ -59,7 +59,8 @@ def channel_bias(bias: Array, output_shape: Sequence[int]) -> Array | None:
 
 def _conv_and_bias(value: SSAValue) -> tuple[graph.Conv2dOp, Array | None] | None:
     """`value` is conv2d(x, W) or conv2d(x, W) + b with W, b constant and b per output
-    channel (see `channel_bias`); each used once."""
+    channel (see `channel_bias`); each used once. The sum must have the conv's type: a
+    bias that broadcasts the sum to a larger shape cannot be folded into the conv."""
     if (conv := _single_use_producer(value, graph.Conv2dOp)) is not None:
         assert isinstance(conv, graph.Conv2dOp)
         return conv, None
@@ -68,7 +69,7 @@ def _conv_and_bias(value: SSAValue) -> tuple[graph.Conv2dOp, Array | None] | Non
         return None
     conv = _single_use_producer(add.operands[0], graph.Conv2dOp)
     bias = constant_value(add.operands[1])
-    if conv is None or bias is None:
+    if conv is None or bias is None or add.results[0].type != conv.results[0].type:
         return None
     assert isinstance(conv, graph.Conv2dOp)
     per_channel = channel_bias(bias, graph.tensor_type_of(conv.result).get_shape())

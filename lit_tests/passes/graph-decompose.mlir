@@ -219,3 +219,41 @@ func.func @no_fold_bias_along_width(%x: tensor<1x1x2x2xf32>) -> tensor<1x2x2x2xf
   %y = graph.batch_norm %a, %gamma, %beta, %mean, %var epsilon = 1.0 : (tensor<1x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
   func.return %y : tensor<1x2x2x2xf32>
 }
+
+// -----
+
+// A bias that makes the sum larger than the conv's result (here 4x1x1x1 broadcasts N from
+// 1 to 4) cannot be folded into the conv: the batch-norm is opened instead.
+// CHECK-LABEL: func.func @no_fold_bias_grows_batch
+// CHECK:      %[[A:.*]] = graph.add %{{.*}}, %{{.*}} : (tensor<1x4x1x1xf32>, tensor<4x1x1x1xf32>) -> tensor<4x4x1x1xf32>
+// CHECK:      graph.sub %[[A]]
+// CHECK-NOT:  graph.batch_norm
+func.func @no_fold_bias_grows_batch(%x: tensor<1x2x1x1xf32>) -> tensor<4x4x1x1xf32> {
+  %w = graph.constant dense<1.0> : tensor<4x2x1x1xf32>
+  %b = graph.constant dense<[[[[1.0]]], [[[2.0]]], [[[3.0]]], [[[4.0]]]]> : tensor<4x1x1x1xf32>
+  %g = graph.constant dense<2.0> : tensor<4xf32>
+  %be = graph.constant dense<0.5> : tensor<4xf32>
+  %m = graph.constant dense<0.1> : tensor<4xf32>
+  %v = graph.constant dense<1.0> : tensor<4xf32>
+  %c = graph.conv2d %x, %w : (tensor<1x2x1x1xf32>, tensor<4x2x1x1xf32>) -> tensor<1x4x1x1xf32>
+  %a = graph.add %c, %b : (tensor<1x4x1x1xf32>, tensor<4x1x1x1xf32>) -> tensor<4x4x1x1xf32>
+  %n = graph.batch_norm %a, %g, %be, %m, %v : (tensor<4x4x1x1xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4x4x1x1xf32>
+  func.return %n : tensor<4x4x1x1xf32>
+}
+
+// -----
+
+// The same for a bias of higher rank, even though its C lines up with the conv's axis 1.
+// CHECK-LABEL: func.func @no_fold_bias_grows_rank
+// CHECK:      %[[A:.*]] = graph.add %{{.*}}, %{{.*}} : (tensor<1x2x1x1xf32>, tensor<1x1x2x1x1xf32>) -> tensor<1x1x2x1x1xf32>
+// CHECK:      graph.sub %[[A]]
+// CHECK-NOT:  graph.batch_norm
+func.func @no_fold_bias_grows_rank(%x: tensor<1x1x1x1xf32>) -> tensor<1x1x2x1x1xf32> {
+  %w = graph.constant dense<3.0> : tensor<2x1x1x1xf32>
+  %b = graph.constant dense<[[[[[1.0]], [[2.0]]]]]> : tensor<1x1x2x1x1xf32>
+  %p = graph.constant dense<2.0> : tensor<1xf32>
+  %c = graph.conv2d %x, %w : (tensor<1x1x1x1xf32>, tensor<2x1x1x1xf32>) -> tensor<1x2x1x1xf32>
+  %a = graph.add %c, %b : (tensor<1x2x1x1xf32>, tensor<1x1x2x1x1xf32>) -> tensor<1x1x2x1x1xf32>
+  %n = graph.batch_norm %a, %p, %p, %p, %p : (tensor<1x1x2x1x1xf32>, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x1x2x1x1xf32>
+  func.return %n : tensor<1x1x2x1x1xf32>
+}

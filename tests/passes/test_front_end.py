@@ -131,15 +131,15 @@ def _conv_bias_batch_norm(rng, bias_shape: tuple[int, ...], result: str) -> str:
         values = rng.uniform(low, 1.0, shape).astype(np.float32).tolist()
         return f"  %{name} = graph.constant dense<{values}> : {_tensor(shape)}"
 
-    channels = _tensor((int(result.split("x")[1]),))
-    bn_types = ", ".join([result] + [channels] * 4)
+    channels = (int(result.split("x")[1]),)
+    bn_types = ", ".join([result] + [_tensor(channels)] * 4)
     return "\n".join(
         [
             f"func.func @main(%x: tensor<1x2x4x4xf32>) -> {result} {{",
             const("w", (4, 2, 1, 1)),
             const("cb", bias_shape),
-            *(const(name, (4,)) for name in ("g", "b", "m")),
-            const("v", (4,), low=0.5),
+            *(const(name, channels) for name in ("g", "b", "m")),
+            const("v", channels, low=0.5),
             "  %c = graph.conv2d %x, %w : (tensor<1x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<1x4x4x4xf32>",
             f"  %cc = graph.add %c, %cb : (tensor<1x4x4x4xf32>, {_tensor(bias_shape)}) -> {result}",
             f"  %y = graph.batch_norm %cc, %g, %b, %m, %v : ({bn_types}) -> {result}",
@@ -172,6 +172,21 @@ def test_conv_bias_batch_norm_folds_only_per_channel_bias(bias_shape, folds, rng
     )
     names = [op.name for op in module.walk()]
     assert ("graph.sub" not in names) == folds
+    np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("bias_shape", "result"),
+    [((4, 1, 1, 1), "tensor<4x4x4x4xf32>"), ((1, 1, 4, 1, 1), "tensor<1x1x4x4x4xf32>")],
+)
+def test_conv_bias_batch_norm_not_folded_when_bias_grows_result(bias_shape, result, rng):
+    # The add's result is larger than the conv's: folding would drop the broadcast.
+    text = _conv_bias_batch_norm(rng, bias_shape, result)
+    x = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    before, after, module = _run_before_after(
+        text, lambda m: GraphDecomposePass().apply(Context(), m), x
+    )
+    assert "graph.sub" in [op.name for op in module.walk()]
     np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-5)
 
 
