@@ -870,8 +870,9 @@ class LayerNormOp(IRDLOperation):
 
     name = "graph.layer_norm"
 
-    T: ClassVar = VarConstraint("T", TensorType.constr(FloatElement))
+    # E ties the parameters' element type to the input's; T ties the result to the input.
     E: ClassVar = VarConstraint("E", FloatElement)
+    T: ClassVar = VarConstraint("T", TensorType.constr(E))
 
     input = operand_def(T)
     scale = operand_def(TensorType.constr(E))
@@ -906,8 +907,9 @@ class BatchNormOp(IRDLOperation):
 
     name = "graph.batch_norm"
 
-    T: ClassVar = VarConstraint("T", TensorType.constr(FloatElement))
+    # E ties the parameters' element type to the input's; T ties the result to the input.
     E: ClassVar = VarConstraint("E", FloatElement)
+    T: ClassVar = VarConstraint("T", TensorType.constr(E))
 
     input = operand_def(T)
     scale = operand_def(TensorType.constr(E))

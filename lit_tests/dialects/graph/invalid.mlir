@@ -393,6 +393,22 @@ func.func @layer_norm_scale(%x: tensor<2x3x4xf32>, %g: tensor<3x4xf32>, %b: tens
 
 // -----
 
+func.func @layer_norm_param_type(%x: tensor<2x4xf32>, %g: tensor<4xf16>) {
+  %0 = graph.layer_norm %x, %g, %g axis = 1 : (tensor<2x4xf32>, tensor<4xf16>, tensor<4xf16>) -> tensor<2x4xf32>
+  // CHECK: attribute f32 expected from variable 'E', but got f16
+  func.return
+}
+
+// -----
+
+func.func @layer_norm_result_type(%x: tensor<2x4xbf16>, %g: tensor<4xbf16>) {
+  %0 = graph.layer_norm %x, %g, %g axis = 1 : (tensor<2x4xbf16>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<2x4xf32>
+  // CHECK: attribute tensor<2x4xbf16> expected from variable 'T', but got tensor<2x4xf32>
+  func.return
+}
+
+// -----
+
 func.func @batch_norm_rank(%x: tensor<4xf32>, %c: tensor<4xf32>) {
   %0 = graph.batch_norm %x, %c, %c, %c, %c : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   // CHECK: input has rank 1, expected at least 2 (N, C, ...)
@@ -404,6 +420,14 @@ func.func @batch_norm_rank(%x: tensor<4xf32>, %c: tensor<4xf32>) {
 func.func @batch_norm_param(%x: tensor<1x3x2x2xf32>, %c: tensor<3xf32>, %d: tensor<4xf32>) {
   %0 = graph.batch_norm %x, %c, %c, %d, %c : (tensor<1x3x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<4xf32>, tensor<3xf32>) -> tensor<1x3x2x2xf32>
   // CHECK: operand #3 has shape 4, expected 3 (the channel count)
+  func.return
+}
+
+// -----
+
+func.func @batch_norm_param_type(%x: tensor<2x3xf16>, %c: tensor<3xf16>, %d: tensor<3xf32>) {
+  %0 = graph.batch_norm %x, %c, %c, %c, %d : (tensor<2x3xf16>, tensor<3xf16>, tensor<3xf16>, tensor<3xf16>, tensor<3xf32>) -> tensor<2x3xf16>
+  // CHECK: attribute f16 expected from variable 'E', but got f32
   func.return
 }
 
