@@ -3,7 +3,9 @@
 Each rule keeps the numerics of the reference: softmax and log-softmax subtract the row
 maximum first, so large inputs stay finite; layer-norm uses the population variance;
 batch-norm folds its per-channel scale (`scale / sqrt(var + eps)`) on the small vectors
-before touching the large input, leaving `sub -> mul -> add` on the activation.
+before touching the large input, leaving `sub -> mul -> add` on the activation. Roots of
+f16 or bf16 are opened in f32 between two casts (`DecompositionPattern`), so the opened
+form rounds once, as the reference does.
 """
 
 from __future__ import annotations

@@ -29,10 +29,13 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseArrayBase,
+    Float16Type,
     FloatAttr,
     IntegerAttr,
     TensorType,
+    f32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
@@ -172,8 +175,41 @@ def build_step(step: Step, env: Mapping[str, Any], element_type: Attribute) -> O
     raise AssertionError(f"no builder for {step.op} in a decomposition step")
 
 
+def is_narrow_float(element_type: Attribute) -> bool:
+    """f16 and bf16: decompositions compute these in f32 (see `DecompositionPattern`)."""
+    return isinstance(element_type, Float16Type | BFloat16Type)
+
+
+def _hint(value: SSAValue, base: str | None, suffix: str) -> None:
+    if base is not None:
+        value.name_hint = f"{base}_{suffix}"
+
+
+def _widen_operands(
+    op: Operation, names: Sequence[str], new_ops: list[Operation]
+) -> list[SSAValue]:
+    """The root's operands, each f16/bf16 one cast to f32 (the casts appended to new_ops)."""
+    widened: list[SSAValue] = []
+    for name, operand in zip(names, op.operands, strict=True):
+        operand_type = graph.tensor_type_of(operand)
+        if not is_narrow_float(operand_type.get_element_type()):
+            widened.append(operand)
+            continue
+        cast = graph.CastOp(operand, TensorType(f32, operand_type.get_shape()))
+        _hint(cast.result, op.results[0].name_hint, f"{name}_f32")
+        new_ops.append(cast)
+        widened.append(cast.result)
+    return widened
+
+
 class DecompositionPattern(RewritePattern):
-    """Applies one `Decomposition` wherever its root op appears (float tensors only)."""
+    """Applies one `Decomposition` wherever its root op appears (float tensors only).
+
+    A root of f16 or bf16 is opened in f32: its narrow operands are cast to f32, the steps
+    compute in f32 and the result is cast back. Rounding every step to the narrow type
+    instead overflows (an f16 reduce_mean sums past 65504) or drifts by many ulps (bf16
+    gelu); the reference computes compound ops in f32 and rounds once, as kernels do.
+    """
 
     def __init__(self, rule: Decomposition):
         self.rule = rule
@@ -181,17 +217,23 @@ class DecompositionPattern(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not self.rule.applies_to(op):
             return
-        element_type = graph.tensor_type_of(op.results[0]).get_element_type()
-        env: dict[str, Any] = bindings_of(op)
-        env.update(zip(self.rule.operands, op.operands, strict=True))
+        result_type = graph.tensor_type_of(op.results[0])
+        narrow = is_narrow_float(result_type.get_element_type())
+        element_type = f32 if narrow else result_type.get_element_type()
         base = op.results[0].name_hint
         new_ops: list[Operation] = []
+        operands = _widen_operands(op, self.rule.operands, new_ops) if narrow else op.operands
+        env: dict[str, Any] = bindings_of(op)
+        env.update(zip(self.rule.operands, operands, strict=True))
         for step in self.rule.steps:
             new_op = build_step(step, env, element_type)
             new_ops.append(new_op)
             env[step.name] = new_op.results[0]
-            if base is not None:
-                new_op.results[0].name_hint = f"{base}_{step.name}"
-        result = env[self.rule.steps[-1].name]
+            _hint(new_op.results[0], base, step.name)
+        result: SSAValue = env[self.rule.steps[-1].name]
+        if narrow:
+            cast = graph.CastOp(result, result_type)
+            new_ops.append(cast)
+            result = cast.result
         result.name_hint = base
         rewriter.replace(op, new_ops, [result])

@@ -99,9 +99,12 @@ func.func @gelu_tanh(%x: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
+// f16 and bf16 ops are opened in f32 between two casts, so the result is rounded once.
 // CHECK-LABEL: func.func @silu
-// CHECK-NEXT: %[[S:.*]] = graph.sigmoid %x : tensor<8xbf16>
-// CHECK-NEXT: %[[Y:.*]] = graph.mul %x, %[[S]] : (tensor<8xbf16>, tensor<8xbf16>) -> tensor<8xbf16>
+// CHECK-NEXT: %[[X:.*]] = graph.cast %x : tensor<8xbf16> -> tensor<8xf32>
+// CHECK-NEXT: %[[S:.*]] = graph.sigmoid %[[X]] : tensor<8xf32>
+// CHECK-NEXT: %[[M:.*]] = graph.mul %[[X]], %[[S]] : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+// CHECK-NEXT: %[[Y:.*]] = graph.cast %[[M]] : tensor<8xf32> -> tensor<8xbf16>
 // CHECK-NEXT: func.return %[[Y]]
 func.func @silu(%x: tensor<8xbf16>) -> tensor<8xbf16> {
   %y = graph.silu %x : tensor<8xbf16>
@@ -110,15 +113,34 @@ func.func @silu(%x: tensor<8xbf16>) -> tensor<8xbf16> {
 
 // -----
 
-// The scalar constants take the op's element type (here f16).
+// An f16 mean sums in f32 (an f16 sum of 4096 twenties would overflow to inf); the scalar
+// constants take the computing type.
 // CHECK-LABEL: func.func @reduce_mean
-// CHECK-NEXT: %[[S:.*]] = graph.reduce_sum %x axes = [0, 1] : tensor<4x8xf16> -> tensor<f16>
-// CHECK-NEXT: %[[N:.*]] = graph.constant dense<3.125000e-02> : tensor<f16>
-// CHECK-NEXT: %[[Y:.*]] = graph.mul %[[S]], %[[N]] : (tensor<f16>, tensor<f16>) -> tensor<f16>
+// CHECK-NEXT: %[[X:.*]] = graph.cast %x : tensor<4x8xf16> -> tensor<4x8xf32>
+// CHECK-NEXT: %[[S:.*]] = graph.reduce_sum %[[X]] axes = [0, 1] : tensor<4x8xf32> -> tensor<f32>
+// CHECK-NEXT: %[[N:.*]] = graph.constant dense<3.125000e-02> : tensor<f32>
+// CHECK-NEXT: %[[M:.*]] = graph.mul %[[S]], %[[N]] : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// CHECK-NEXT: %[[Y:.*]] = graph.cast %[[M]] : tensor<f32> -> tensor<f16>
 // CHECK-NEXT: func.return %[[Y]]
 func.func @reduce_mean(%x: tensor<4x8xf16>) -> tensor<f16> {
   %y = graph.reduce_mean %x axes = [0, 1] : tensor<4x8xf16> -> tensor<f16>
   func.return %y : tensor<f16>
+}
+
+// -----
+
+// Every f16 operand is cast: the parameters of a layer_norm too.
+// CHECK-LABEL: func.func @layer_norm_f16
+// CHECK-NEXT: %[[X:.*]] = graph.cast %x : tensor<2x4xf16> -> tensor<2x4xf32>
+// CHECK-NEXT: %[[G:.*]] = graph.cast %g : tensor<4xf16> -> tensor<4xf32>
+// CHECK-NEXT: %[[B:.*]] = graph.cast %b : tensor<4xf16> -> tensor<4xf32>
+// CHECK:      %[[SC:.*]] = graph.mul %{{.*}}, %[[G]] : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: %[[O:.*]] = graph.add %[[SC]], %[[B]]
+// CHECK-NEXT: %[[Y:.*]] = graph.cast %[[O]] : tensor<2x4xf32> -> tensor<2x4xf16>
+// CHECK-NEXT: func.return %[[Y]]
+func.func @layer_norm_f16(%x: tensor<2x4xf16>, %g: tensor<4xf16>, %b: tensor<4xf16>) -> tensor<2x4xf16> {
+  %y = graph.layer_norm %x, %g, %b axis = -1 : (tensor<2x4xf16>, tensor<4xf16>, tensor<4xf16>) -> tensor<2x4xf16>
+  func.return %y : tensor<2x4xf16>
 }
 
 // -----

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.pattern_rewriter import PatternRewriteWalker
 
 from graphfuse import reference
+from graphfuse.dialects import graph
+from graphfuse.dialects.graph import CompoundOp
 from graphfuse.parsing import verify
 from graphfuse.passes.graph_decompose import GraphDecomposePass
 from graphfuse.passes.graph_fuse import GraphFusePass
 from graphfuse.passes.graph_simplify import GraphSimplifyPass
 from graphfuse.passes.rewrite_spec import Decomposition, DecompositionPattern, Step
 from tests.conftest import parse
+
+
+def _parse_main(text: str) -> func.FuncOp:
+    function = next(iter(parse(text).ops))
+    assert isinstance(function, func.FuncOp)
+    return function
 
 COMPOUND = {
     "softmax": "graph.softmax %x axis = 1 : tensor<4x16xf32>",
@@ -51,6 +62,89 @@ def test_decomposition_matches_reference(name, rng):
     compound = {"graph.softmax", "graph.log_softmax", "graph.gelu", "graph.silu", "graph.reduce_mean"}
     assert not [op.name for op in module.walk() if op.name in compound]
     np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-6)
+
+
+def _gelu64(x: np.ndarray, tanh: bool) -> np.ndarray:
+    x = x.astype(np.float64)
+    if tanh:
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    erf = np.vectorize(math.erf)
+    return 0.5 * x * (1 + erf(x / math.sqrt(2)))
+
+
+def _softmax64(x: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(x.astype(np.float64) - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+NARROW_CASES = {
+    # name: (op text with T for the tensor type, float64 definition)
+    "softmax": ("graph.softmax %x axis = 1 : T", lambda x: _softmax64(x, 1)),
+    "log_softmax": ("graph.log_softmax %x axis = 1 : T", lambda x: np.log(_softmax64(x, 1))),
+    "gelu": ("graph.gelu %x : T", lambda x: _gelu64(x, tanh=False)),
+    "gelu_tanh": ("graph.gelu %x approximate = tanh : T", lambda x: _gelu64(x, tanh=True)),
+    "silu": ("graph.silu %x : T", lambda x: x / (1 + np.exp(-x.astype(np.float64)))),
+}
+
+
+@pytest.mark.parametrize("element", ["f16", "bf16"])
+@pytest.mark.parametrize("name", sorted(NARROW_CASES))
+def test_narrow_float_decomposition_rounds_once(name, element, rng):
+    # f16 and bf16 compound ops compute in f32 and round once, like the reference; each
+    # opened step rounding to the narrow type drifts by many ulps (bf16 gelu near -3).
+    body, exact = NARROW_CASES[name]
+    type_ = f"tensor<4x64x{element}>"
+    text = (
+        f"func.func @main(%x: {type_}) -> {type_} {{\n"
+        f"  %y = {body.replace('T', type_)}\n  func.return %y : {type_}\n}}"
+    )
+    x32 = np.concatenate([np.linspace(-3.5, -2.5, 64), rng.uniform(-4, 4, 192)]).reshape(4, 64)
+    element_type = graph.tensor_type_of(_parse_main(text).args[0]).get_element_type()
+    x = reference.to_element_type(x32, element_type)
+    _, after, module = _run_before_after(
+        text, lambda m: GraphDecomposePass().apply(Context(), m), x
+    )
+    assert not [op.name for op in module.walk() if op.has_trait(CompoundOp)]
+    expected = reference.to_element_type(exact(x), element_type)
+    ulp = 2.0**-10 if element == "f16" else 2.0**-7
+    np.testing.assert_allclose(after[0], expected, rtol=ulp, atol=1e-6)
+
+
+@pytest.mark.parametrize("element", ["f16", "bf16"])
+def test_narrow_float_reduce_mean_does_not_overflow(element):
+    # 4096 * 20 = 81920 is past f16's largest finite number; the mean is 20.
+    text = f"""
+func.func @main(%x: tensor<1x4096x{element}>) -> tensor<1x{element}> {{
+  %m = graph.reduce_mean %x axes = [-1] : tensor<1x4096x{element}> -> tensor<1x{element}>
+  func.return %m : tensor<1x{element}>
+}}"""
+    x = np.full((1, 4096), 20.0, dtype=np.float16 if element == "f16" else np.float32)
+    _, after, _ = _run_before_after(text, lambda m: GraphDecomposePass().apply(Context(), m), x)
+    np.testing.assert_array_equal(after[0], np.array([20.0]))
+
+
+def test_narrow_float_layer_norm_and_batch_norm_round_once(rng):
+    text = """
+func.func @main(%x: tensor<2x3x64xf16>, %g: tensor<64xf16>, %s: tensor<3xf16>, %v: tensor<3xf16>) -> (tensor<2x3x64xf16>, tensor<2x3x64xf16>) {
+  %l = graph.layer_norm %x, %g, %g axis = 2 : (tensor<2x3x64xf16>, tensor<64xf16>, tensor<64xf16>) -> tensor<2x3x64xf16>
+  %b = graph.batch_norm %x, %s, %s, %s, %v : (tensor<2x3x64xf16>, tensor<3xf16>, tensor<3xf16>, tensor<3xf16>, tensor<3xf16>) -> tensor<2x3x64xf16>
+  func.return %l, %b : tensor<2x3x64xf16>, tensor<2x3x64xf16>
+}"""
+    x = (rng.standard_normal((2, 3, 64)) * 4 + 100).astype(np.float16)
+    g = rng.standard_normal(64).astype(np.float16)
+    s = rng.standard_normal(3).astype(np.float16)
+    v = rng.uniform(0.5, 2.0, 3).astype(np.float16)
+    _, after, _ = _run_before_after(
+        text, lambda m: GraphDecomposePass().apply(Context(), m), x, g, s, v
+    )
+    x64, g64, s64, v64 = (a.astype(np.float64) for a in (x, g, s, v))
+    mean = x64.mean(axis=2, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axis=2, keepdims=True)
+    layer = (x64 - mean) / np.sqrt(var + 1e-5) * g64 + g64
+    k = (s64 / np.sqrt(v64 + 1e-5)).reshape(3, 1)
+    batch = (x64 - s64.reshape(3, 1)) * k + s64.reshape(3, 1)
+    for expected, actual in zip((layer, batch), after, strict=True):
+        np.testing.assert_allclose(actual, expected.astype(np.float16), rtol=2**-10, atol=1e-3)
 
 
 def test_layer_norm_and_batch_norm_decompositions_match_reference(rng):
