@@ -41,6 +41,8 @@ class Node:
     outputs: list[Edge] = field(default_factory=list[Edge])
     inputs: list[int] = field(default_factory=list[int])
     extern_ref: bool = False
+    size: int = 1
+    """Ops the node stands for in a kernel (`op_count`), for the max-depth limit."""
 
 
 def _shape(value: SSAValue) -> tuple[int, ...] | None:
@@ -77,6 +79,16 @@ def node_kind(op: Operation) -> FusionKind:
     return fusion_kind(op)
 
 
+def op_count(op: Operation) -> int:
+    """Ops `op` puts into a kernel: a pre-formed kernel its own (constants and the yield
+    aside, as outlining leaves them out), any other op one."""
+    if not is_preformed(op):
+        return 1
+    assert isinstance(op, graph.FusedOp)
+    skip = graph.ConstantOp | graph.YieldOp
+    return sum(1 for inner in op.body.block.ops if not isinstance(inner, skip))
+
+
 def edge_kind(consumer: Operation, operand: SSAValue) -> FusionKind:
     """The kind a consumer imposes on one operand (TVM's edge pattern)."""
     kind = node_kind(consumer)
@@ -105,7 +117,7 @@ class DataflowGraph:
         for op in block.ops:
             if is_node_op(op):
                 index_of[op] = len(nodes)
-                nodes.append(Node(len(nodes), op, node_kind(op)))
+                nodes.append(Node(len(nodes), op, node_kind(op), size=op_count(op)))
         for node in nodes:
             _link_operands(node, nodes, index_of)
         return DataflowGraph(nodes, index_of)

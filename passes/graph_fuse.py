@@ -12,7 +12,8 @@ The pipeline: graph-decompose (open compound ops) -> graph-simplify (rewrite rul
 constant folding, CSE, DCE) -> graph-fuse-patterns (pre-formed kernels) -> partition;
 options switch the first three off. Partitioning follows TVM FuseOps: dataflow graph ->
 post-dominator tree -> union-find groups in three phases -> outline every group holding a
-graph op. Pre-formed kernels are single nodes of their recorded kind that may grow; the
+graph op. Pre-formed kernels are single nodes of their recorded kind that may grow (they
+count their ops against max-depth, and one already over it is opened first); the
 partitioner's own kernels, and ops of other dialects, are opaque nodes, never fused and
 left where they are, which makes the pass idempotent. With `explain=true` every candidate
 fusion is printed, one `//` line each, ahead of the module so the output still parses.
@@ -29,12 +30,12 @@ from functools import reduce
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from graphfuse.dialects import graph
-from graphfuse.passes.dataflow import DataflowGraph, functions, is_preformed
+from graphfuse.passes.dataflow import DataflowGraph, functions, is_preformed, op_count
 from graphfuse.passes.graph_decompose import GraphDecomposePass
 from graphfuse.passes.graph_fuse_patterns import fuse_patterns
 from graphfuse.passes.graph_simplify import GraphSimplifyPass
@@ -81,9 +82,19 @@ def _group_ops(dag: DataflowGraph, members: list[int]) -> list[Operation]:
     return ops
 
 
+def _open_oversized(block: Block, max_depth: int) -> None:
+    """Open pre-formed kernels of more than max_depth ops back into their ops, which the
+    partitioner then groups like any others, so no kernel exceeds the limit."""
+    for op in list(block.ops):
+        if is_preformed(op) and op_count(op) > max_depth:
+            assert isinstance(op, graph.FusedOp)
+            inline(op)
+
+
 def fuse_function(function: func.FuncOp, max_depth: int) -> list[str]:
     """Fuse one function in place; returns the explanation lines of its decisions."""
     block = function.body.block
+    _open_oversized(block, max_depth)
     dag = DataflowGraph.from_block(block)
     partitioner = Partitioner(dag, max_depth)
     groups = partitioner.run()

@@ -37,7 +37,10 @@ class Decision:
 
 
 class GroupSet:
-    """Union-find over DAG nodes; roots carry the group's kind, size and members."""
+    """Union-find over DAG nodes; roots carry the group's kind, size and members.
+
+    A group's size counts ops, not nodes: a pre-formed kernel is one node of several ops.
+    """
 
     def __init__(self, dag: DataflowGraph):
         self.parent = list(range(len(dag)))
@@ -45,6 +48,7 @@ class GroupSet:
         self.kind = [node.kind for node in dag.nodes]
         self.anchored = [node.kind is FusionKind.OUT_ELEMWISE_FUSABLE for node in dag.nodes]
         self.members: list[list[int]] = [[i] for i in range(len(dag))]
+        self.size = [node.size for node in dag.nodes]
 
     def find(self, index: int) -> int:
         root = index
@@ -65,6 +69,7 @@ class GroupSet:
         self.parent[child] = target
         self.members[target].extend(self.members[child])
         self.members[child] = []
+        self.size[target] += self.size[child]
         if self.anchored[child]:
             self.anchored[target] = True
             self.kind[target] = combine(self.kind[child], self.kind[target])
@@ -150,7 +155,7 @@ class Partitioner:
 
     def _fused_size(self, nodes: Iterable[int]) -> int:
         roots = {self.groups.find(n) for n in nodes}
-        return sum(len(self.groups.members[r]) for r in roots)
+        return sum(self.groups.size[r] for r in roots)
 
     def _cycle_through(self, nodes: list[int]) -> int | None:
         """A node outside the would-be group that lies on a path leaving and re-entering it."""

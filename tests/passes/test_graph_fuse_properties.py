@@ -64,6 +64,13 @@ def _assert_kernels_acyclic(function: func.FuncOp) -> None:
         defined.update(op.results)
 
 
+def _assert_kernels_within(function: func.FuncOp, max_depth: int) -> None:
+    for kernel in function.body.block.ops:
+        if isinstance(kernel, graph.FusedOp):
+            inner = [op for op in kernel.body.block.ops if not isinstance(op, graph.ConstantOp)]
+            assert len(inner) - 1 <= max_depth  # the yield is not an op of the kernel
+
+
 @PROPERTY_SETTINGS
 @given(
     ops=st.integers(min_value=1, max_value=40),
@@ -83,10 +90,7 @@ def test_graph_fuse_random_dags(ops: int, seed: int, max_depth: int):
     # Every computing op is in exactly one kernel: none left outside, none lost or copied.
     assert _ops_outside_kernels(function) == []
     assert _computing_ops(module) == ops_before
-    for kernel in function.body.block.ops:
-        if isinstance(kernel, graph.FusedOp):
-            inner = [op for op in kernel.body.block.ops if not isinstance(op, graph.ConstantOp)]
-            assert len(inner) - 1 <= max_depth  # the yield is not an op of the kernel
+    _assert_kernels_within(function, max_depth)
     after = reference.run(module, "main", *inputs)
     for expected, actual in zip(before, after, strict=True):
         np.testing.assert_array_equal(actual, expected)
@@ -96,17 +100,20 @@ def test_graph_fuse_random_dags(ops: int, seed: int, max_depth: int):
 @given(
     ops=st.integers(min_value=1, max_value=40),
     seed=st.integers(min_value=0, max_value=2**32 - 1),
+    max_depth=st.sampled_from([2, 3, 5, 256]),
 )
-def test_graph_fuse_pipeline_random_dags(ops: int, seed: int):
+def test_graph_fuse_pipeline_random_dags(ops: int, seed: int, max_depth: int):
     module = parse(random_graph(ops, seed))
     inputs = reference.random_inputs(_main(module), seed % 1000)
     before = reference.run(module, "main", *inputs)
 
-    GraphFusePass().apply(Context(), module)
+    GraphFusePass(max_depth=max_depth).apply(Context(), module)
     verify(module)
     function = _main(module)
     _assert_kernels_acyclic(function)
     assert _ops_outside_kernels(function) == []
+    # Pre-formed pattern kernels count their ops against max-depth too.
+    _assert_kernels_within(function, max_depth)
     after = reference.run(module, "main", *inputs)
     for expected, actual in zip(before, after, strict=True):
         np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
+from xdsl.context import Context
+
+from graphfuse import reference
+from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind
 from graphfuse.passes.dataflow import DataflowGraph
 from graphfuse.passes.fusion_rules import RULES, Phase, rule_for
+from graphfuse.passes.graph_fuse import GraphFusePass
+from graphfuse.passes.graph_fuse_patterns import fuse_patterns
 from graphfuse.passes.partition import GroupSet, Partitioner
 from tests.conftest import parse
 
@@ -76,3 +83,45 @@ def test_max_depth_counts_the_merged_kernel():
     assert partitioner.run() == [[names["a"], names["b"]], [names["c"]]]
     rejected = [d for d in partitioner.decisions if not d.accepted and d.source == names["b"]]
     assert "the kernel would have 3 ops, over max-depth=2" in rejected[0].reason
+
+
+_PREFORMED = """
+func.func @main(%x: tensor<1x2x4x4xf32>, %w: tensor<2x2x1x1xf32>, %b: tensor<1x2x1x1xf32>) -> tensor<1x2x4x4xf32> {
+  %c = graph.conv2d %x, %w : (tensor<1x2x4x4xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x4x4xf32>
+  %a = graph.add %c, %b : (tensor<1x2x4x4xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x4x4xf32>
+  %r = graph.relu %a : tensor<1x2x4x4xf32>
+  %m = graph.neg %r : tensor<1x2x4x4xf32>
+  %t = graph.tanh %m : tensor<1x2x4x4xf32>
+  func.return %t : tensor<1x2x4x4xf32>
+}"""
+_SHAPES = ((1, 2, 4, 4), (2, 2, 1, 1), (1, 2, 1, 1))
+
+
+def _preformed_dag() -> tuple[DataflowGraph, dict[str, int]]:
+    """conv2d+add+relu pre-formed by a fusion pattern (one node of three ops), neg, tanh."""
+    module = parse(_PREFORMED)
+    assert fuse_patterns(module) == 1
+    function = next(iter(module.ops))
+    dag = DataflowGraph.from_block(function.body.block)
+    return dag, {n.op.results[0].name_hint: n.index for n in dag.nodes}
+
+
+def test_max_depth_counts_the_ops_of_a_preformed_kernel():
+    dag, names = _preformed_dag()
+    assert [node.size for node in dag.nodes] == [3, 1, 1]
+    partitioner = Partitioner(dag, max_depth=4)
+    assert partitioner.run() == [[names["r"], names["m"]], [names["t"]]]
+    rejected = [d for d in partitioner.decisions if not d.accepted]
+    assert "the kernel would have 5 ops, over max-depth=4" in rejected[0].reason
+
+
+def test_preformed_kernel_over_max_depth_is_opened():
+    module = parse(_PREFORMED)
+    x, w, b = (np.random.default_rng(0).standard_normal(s).astype(np.float32) for s in _SHAPES)
+    before = reference.run(module, "main", x, w, b)
+    GraphFusePass(max_depth=2).apply(Context(), module)
+    kernels = [op for op in module.walk() if isinstance(op, graph.FusedOp)]
+    skip = graph.ConstantOp | graph.YieldOp
+    sizes = [sum(not isinstance(o, skip) for o in k.body.block.ops) for k in kernels]
+    assert sizes and max(sizes) <= 2
+    np.testing.assert_array_equal(reference.run(module, "main", x, w, b)[0], before[0])
