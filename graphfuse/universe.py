@@ -47,13 +47,43 @@ def _get_graph_simplify() -> type[ModulePass]:
     return GraphSimplifyPass
 
 
-ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {"graph": _get_graph_dialect}
+def _get_loop_dialect() -> Dialect:
+    from graphfuse.dialects.loop import Loop
+
+    return Loop
+
+
+def _get_convert_graph_to_loop() -> type[ModulePass]:
+    from graphfuse.lowering.convert_graph_to_loop import ConvertGraphToLoopPass
+
+    return ConvertGraphToLoopPass
+
+
+def _get_convert_loop_to_upstream() -> type[ModulePass]:
+    from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
+
+    return ConvertLoopToUpstreamPass
+
+
+def _get_approximate_math() -> type[ModulePass]:
+    from graphfuse.lowering.approximate_math import ApproximateMathPass
+
+    return ApproximateMathPass
+
+
+ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {
+    "graph": _get_graph_dialect,
+    "loop": _get_loop_dialect,
+}
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-fuse": _get_graph_fuse,
     "graph-fusion-report": _get_graph_fusion_report,
     "graph-decompose": _get_graph_decompose,
     "graph-simplify": _get_graph_simplify,
     "graph-fuse-patterns": _get_graph_fuse_patterns,
+    "convert-graph-to-loop": _get_convert_graph_to_loop,
+    "convert-loop-to-upstream": _get_convert_loop_to_upstream,
+    "graphfuse-approximate-math": _get_approximate_math,
 }
 
 GRAPHFUSE_UNIVERSE = Universe(all_dialects=ALL_DIALECTS, all_passes=ALL_PASSES)

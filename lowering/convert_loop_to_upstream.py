@@ -1,0 +1,162 @@
+"""convert-loop-to-upstream: loop kernels to `func`, `scf`, `memref`, `arith` and `math`.
+
+    loop.kernel @k {^bb0(%a: memref<4xf32>): ...}   ->  func.func @k(%a: memref<4xf32>)
+    loop.parallel [4, 8] {...}                        ->  scf.for over 4 { scf.for over 8 {...} }
+    %r = loop.reduce add [8] init(%z : f32) {...}     ->  scf.for with an accumulator iter_arg
+    loop.load / loop.store / loop.call                ->  memref.load / memref.store / func.call
+
+Float sums carry the `reassoc` fast-math flag: `loop.reduce` leaves the order of combination
+open, and LLVM vectorises a reduction only when it may reassociate. Functions that take
+buffers from the graph conversion get `llvm.emit_c_interface`, so C and Python can call them
+through `_mlir_ciface_<name>`. The output is plain upstream MLIR; `mlir-opt` parses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, ModuleOp, UnitAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from graphfuse.dialects import loop
+from graphfuse.lowering.emitter import is_float
+
+_COMBINE = {
+    (loop.ReduceKind.ADD, True): lambda a, b: arith.AddfOp(
+        a, b, arith.FastMathFlagsAttr(["reassoc", "contract"])
+    ),
+    (loop.ReduceKind.ADD, False): arith.AddiOp,
+    (loop.ReduceKind.MUL, True): lambda a, b: arith.MulfOp(
+        a, b, arith.FastMathFlagsAttr(["reassoc", "contract"])
+    ),
+    (loop.ReduceKind.MUL, False): arith.MuliOp,
+    (loop.ReduceKind.MAX, True): arith.MaximumfOp,
+    (loop.ReduceKind.MAX, False): arith.MaxSIOp,
+    (loop.ReduceKind.MIN, True): arith.MinimumfOp,
+    (loop.ReduceKind.MIN, False): arith.MinSIOp,
+}
+
+
+@dataclass(frozen=True)
+class ConvertLoopToUpstreamPass(ModulePass):
+    """Lower the loop dialect to scf/memref/arith/math/func that upstream mlir-opt reads."""
+
+    name = "convert-loop-to-upstream"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for inner in reversed(list(op.walk())):
+            _convert(inner)
+        for function in op.ops:
+            if isinstance(function, func.FuncOp) and "graphfuse.outputs" in function.attributes:
+                function.attributes["llvm.emit_c_interface"] = UnitAttr()
+
+
+def _convert(op: Operation) -> None:
+    if isinstance(op, loop.LoadOp):
+        Rewriter.replace_op(op, memref.LoadOp.get(op.buffer, op.indices))
+    elif isinstance(op, loop.StoreOp):
+        Rewriter.replace_op(op, memref.StoreOp.get(op.value, op.buffer, op.indices))
+    elif isinstance(op, loop.CallOp):
+        Rewriter.replace_op(op, func.CallOp(op.callee, op.buffers, []))
+    elif isinstance(op, loop.ParallelOp):
+        _lower_nest(op, op.shape, None)
+    elif isinstance(op, loop.ReduceOp):
+        _lower_nest(op, op.shape, op)
+    elif isinstance(op, loop.KernelOp):
+        _lower_kernel(op)
+
+
+def _insert_before(new: Operation, op: Operation) -> None:
+    block = op.parent_block()
+    assert block is not None
+    block.insert_op_before(new, op)
+
+
+def _index(value: int) -> arith.ConstantOp:
+    return arith.ConstantOp(IntegerAttr(value, IndexType()))
+
+
+def _lower_nest(op: loop.ParallelOp | loop.ReduceOp, bounds: Sequence[int], reduce: loop.ReduceOp | None) -> None:
+    """Nested scf.for loops over `bounds` running `op`'s body; a reduction threads its
+    accumulator through every loop as an iter_arg."""
+    body = op.body.block
+    terminator = body.last_op
+    assert isinstance(terminator, loop.YieldOp)
+    zero, one = _index(0), _index(1)
+    _insert_before(zero, op)
+    _insert_before(one, op)
+    accumulator: SSAValue | None = reduce.init if reduce is not None else None
+    outer: scf.ForOp | None = None
+    parent_block: Block | None = None
+    induction: list[SSAValue] = []
+    for bound in bounds:
+        upper = _index(bound)
+        loop_block = Block(arg_types=[IndexType()] + ([accumulator.type] if accumulator else []))
+        for_op = scf.ForOp(zero, upper, one, [accumulator] if accumulator else [], Region(loop_block))
+        if parent_block is None:
+            _insert_before(upper, op)
+            _insert_before(for_op, op)
+            outer = for_op
+        else:
+            parent_block.add_ops([upper, for_op])
+            parent_block.add_op(scf.YieldOp(*for_op.results))
+        induction.append(loop_block.args[0])
+        accumulator = loop_block.args[1] if reduce is not None else None
+        parent_block = loop_block
+    target = parent_block
+    for arg, value in zip(body.args, induction, strict=True):
+        arg.replace_all_uses_with(value)
+    for inner in list(body.ops):
+        if inner is terminator:
+            continue
+        inner.detach()
+        if target is None:
+            _insert_before(inner, op)
+        else:
+            target.add_op(inner)
+    result = _finish_body(op, terminator, target, accumulator, reduce)
+    if reduce is not None:
+        final = outer.results[0] if outer is not None else result
+        assert final is not None
+        reduce.result.replace_all_uses_with(final)
+    terminator.detach()
+    terminator.erase()
+    op.detach()
+    op.erase()
+
+
+def _finish_body(
+    op: Operation,
+    terminator: loop.YieldOp,
+    target: Block | None,
+    accumulator: SSAValue | None,
+    reduce: loop.ReduceOp | None,
+) -> SSAValue | None:
+    """Ends the innermost loop: combine into the accumulator (reductions) and yield."""
+    if reduce is None:
+        if target is not None:
+            target.add_op(scf.YieldOp())
+        return None
+    element = terminator.values[0]
+    if target is None:  # a reduction over no dimensions is its element
+        return element
+    assert accumulator is not None
+    combine = _COMBINE[(reduce.kind.data, is_float(element.type))](accumulator, element)
+    target.add_ops([combine, scf.YieldOp(combine.results[0])])
+    return None
+
+
+def _lower_kernel(kernel: loop.KernelOp) -> None:
+    block = kernel.body.block
+    terminator = block.last_op
+    assert isinstance(terminator, loop.YieldOp)
+    arg_types = list(kernel.arg_types)
+    Rewriter.replace_op(terminator, func.ReturnOp())
+    region = kernel.detach_region(kernel.body)
+    function = func.FuncOp(kernel.sym_name.data, FunctionType.from_lists(arg_types, []), region)
+    Rewriter.replace_op(kernel, function)

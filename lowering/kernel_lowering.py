@@ -1,0 +1,480 @@
+"""One `graph.fused` kernel → one `loop.kernel`.
+
+Every value of the kernel is computed *at an index*: an elementwise op computes its operands
+at the (broadcast) index, a data-movement op at its index map, and nothing in between is
+stored. Reductions, matmul, convolution and pooling ("heavy" ops) become `loop.reduce`
+accumulators computed at the output point, with their elementwise epilogue applied to the
+accumulated scalar in the same loop.
+
+A heavy op is computed inline only when every path from it to the kernel's results is
+elementwise at the same shape, so each of its elements is needed exactly once per output
+point. Otherwise (a reduction broadcast back over the rows it reduced, a matmul read
+through a transpose) inlining would recompute it many times, so it is *materialised*: a
+first loop writes it to a buffer (the kernel's output buffer if it is also a result, else a
+scratch buffer the caller passes in) and later loops read it. Results of one shape are
+stored by one loop, each once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    MemRefType,
+    StringAttr,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.utils.exceptions import PassFailedException
+
+from graphfuse.dialects import graph, loop
+from graphfuse.dialects import shape_rules as rules
+from graphfuse.dialects.graph import FusionKind, fusion_kind, tensor_type_of
+from graphfuse.lowering import index_maps
+from graphfuse.lowering.emitter import Emitter, Index, compute_type, is_float
+from graphfuse.lowering.scalar_ops import SCALAR_RULES
+from graphfuse.reference import dense_to_numpy
+
+HEAVY_OPS = (graph.ReduceOp, graph.MatmulOp, graph.Conv2dOp, graph.Pool2dOp)
+"""Ops computed with an accumulator over a reduction space."""
+
+
+def memref_of(value: SSAValue | Attribute) -> MemRefType[Attribute]:
+    """The buffer type holding a tensor value (same shape and element type)."""
+    tensor = tensor_type_of(value)
+    return MemRefType(tensor.get_element_type(), tensor.get_shape())
+
+
+@dataclass
+class GlobalPool:
+    """Module-level `memref.global`s for non-splat constants, named uniquely."""
+
+    ops: list[memref.GlobalOp] = field(default_factory=list[memref.GlobalOp])
+
+    def add(self, value: DenseIntOrFPElementsAttr) -> tuple[str, MemRefType[Attribute]]:
+        name = f"__graphfuse_constant_{len(self.ops)}"
+        typ = memref_of(value.get_type())
+        self.ops.append(
+            memref.GlobalOp.get(StringAttr(name), typ, value, constant=UnitAttr(), alignment=64)
+        )
+        return name, typ
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    return tuple(tensor_type_of(value).get_shape())
+
+
+def _identity_closed(value: SSAValue, seen: dict[SSAValue, bool]) -> bool:
+    """Every use of `value` is the yield or an elementwise op of the same shape whose
+    result is itself identity-closed: each element is used once per output point."""
+    if value in seen:
+        return seen[value]
+    seen[value] = True
+    ok = True
+    for use in value.uses:
+        user = use.operation
+        if isinstance(user, graph.YieldOp):
+            continue
+        if fusion_kind(user) != FusionKind.ELEMWISE or any(
+            _shape(r) != _shape(value) for r in user.results
+        ):
+            ok = False
+        elif not all(_identity_closed(r, seen) for r in user.results):
+            ok = False
+    seen[value] = ok
+    return ok
+
+
+def materialized_ops(fused: graph.FusedOp) -> list[Operation]:
+    """Heavy ops of the kernel that need a buffer, in program order."""
+    seen: dict[SSAValue, bool] = {}
+    return [
+        op
+        for op in fused.body.block.ops
+        if isinstance(op, HEAVY_OPS) and not _identity_closed(op.results[0], seen)
+    ]
+
+
+@dataclass
+class KernelSignature:
+    """Buffers a kernel takes: one per input, one per result, then its scratch buffers."""
+
+    inputs: list[MemRefType[Attribute]]
+    outputs: list[MemRefType[Attribute]]
+    scratch: list[MemRefType[Attribute]]
+
+    @property
+    def arg_types(self) -> list[Attribute]:
+        return [*self.inputs, *self.outputs, *self.scratch]
+
+
+def kernel_signature(fused: graph.FusedOp) -> KernelSignature:
+    yielded = set(_yield(fused).values)
+    scratch = [memref_of(op.results[0]) for op in materialized_ops(fused) if op.results[0] not in yielded]
+    return KernelSignature(
+        [memref_of(v) for v in fused.inputs], [memref_of(r) for r in fused.outputs], scratch
+    )
+
+
+def _yield(fused: graph.FusedOp) -> graph.YieldOp:
+    last = fused.body.block.last_op
+    assert isinstance(last, graph.YieldOp)
+    return last
+
+
+def lower_kernel(fused: graph.FusedOp, name: str, pool: GlobalPool) -> loop.KernelOp:
+    """The loop kernel computing `fused`'s results into its output buffers."""
+    signature = kernel_signature(fused)
+    kernel = loop.KernelOp(name, signature.arg_types)
+    _KernelBuilder(fused, kernel, signature, pool).build()
+    return kernel
+
+
+class _KernelBuilder:
+    def __init__(
+        self,
+        fused: graph.FusedOp,
+        kernel: loop.KernelOp,
+        signature: KernelSignature,
+        pool: GlobalPool,
+    ):
+        self.fused = fused
+        self.em = Emitter(kernel.body.block)
+        self.pool = pool
+        args = kernel.body.block.args
+        n_in, n_out = len(signature.inputs), len(signature.outputs)
+        region_args = fused.body.block.args
+        self.inputs: dict[SSAValue, SSAValue] = dict(zip(region_args, args[:n_in], strict=True))
+        self.output_args = list(args[n_in : n_in + n_out])
+        self.scratch_args = list(args[n_in + n_out :])
+        self.buffer_of: dict[SSAValue, SSAValue] = {}
+
+    # ---- stages -----------------------------------------------------------------------
+
+    def build(self) -> None:
+        results = list(_yield(self.fused).values)
+        homes: dict[SSAValue, list[SSAValue]] = {}
+        for value, buffer in zip(results, self.output_args, strict=True):
+            homes.setdefault(value, []).append(buffer)
+        scratch = iter(self.scratch_args)
+        for op in materialized_ops(self.fused):
+            value = op.results[0]
+            buffers = homes.pop(value, None) or [next(scratch)]
+            self._stage(_shape(value), [(value, buffers)])
+            self.buffer_of[value] = buffers[0]
+        by_shape: dict[tuple[int, ...], list[tuple[SSAValue, list[SSAValue]]]] = {}
+        for value, buffers in homes.items():
+            by_shape.setdefault(_shape(value), []).append((value, buffers))
+        for shape, group in by_shape.items():
+            self._stage(shape, group)
+        self.em.add(loop.YieldOp())
+
+    def _stage(self, shape: tuple[int, ...], group: Sequence[tuple[SSAValue, list[SSAValue]]]) -> None:
+        """One loop over `shape` storing each value of `group` into its buffers."""
+        if 0 in shape:
+            return
+        nest = loop.ParallelOp(shape)
+        self.em.add(nest)
+        with self.em.inside(nest.body.block):
+            index = tuple(nest.body.block.args)
+            for value, buffers in group:
+                element = tensor_type_of(value).get_element_type()
+                scalar = self._to_storage(self.value_at(value, index), element)
+                for buffer in buffers:
+                    self.em.add(loop.StoreOp(scalar, buffer, index))
+            self.em.add(loop.YieldOp())
+
+    def _to_storage(self, scalar: SSAValue, element: Attribute) -> SSAValue:
+        if scalar.type == element:
+            return scalar
+        return self.em.emit(arith.TruncFOp(scalar, element))
+
+    # ---- values at an index -----------------------------------------------------------
+
+    def value_at(self, value: SSAValue, index: Sequence[Index]) -> SSAValue:
+        """The element of `value` at `index`, in its compute type."""
+        key = (value, tuple(index))
+        return self.em.cached(key, lambda: self._compute(value, tuple(index)))
+
+    def _compute(self, value: SSAValue, index: tuple[Index, ...]) -> SSAValue:
+        if value in self.buffer_of:
+            return self._load(self.buffer_of[value], index)
+        if isinstance(value, BlockArgument):
+            return self._load(self.inputs[value], index)
+        op = value.owner
+        assert isinstance(op, Operation)
+        rule = SCALAR_RULES.get(type(op))
+        if rule is not None:
+            args = [self.value_at(v, index_maps.broadcast(index, _shape(v))) for v in op.operands]
+            return rule(self.em, op, args)
+        method = _VALUE_RULES.get(type(op))
+        if method is None:
+            for base, fallback in _VALUE_RULES.items():
+                if isinstance(op, base):
+                    method = fallback
+        if method is None:
+            raise PassFailedException(
+                f"'{op.name}' has no loop lowering (convert-graph-to-loop supports "
+                "elementwise, data-movement, reduction, matmul, conv2d and pooling ops)"
+            )
+        return method(self, op, index)
+
+    def _load(self, buffer: SSAValue, index: Sequence[Index]) -> SSAValue:
+        em = self.em
+        indices = [em.index_value(i) for i in index]
+        element = em.emit(loop.LoadOp(buffer, indices))
+        target = compute_type(element.type)
+        return element if target == element.type else em.emit(arith.ExtFOp(element, target))
+
+    # ---- data movement ----------------------------------------------------------------
+
+    def _constant(self, op: graph.ConstantOp, index: tuple[Index, ...]) -> SSAValue:
+        element = op.value.get_type().get_element_type()
+        array = dense_to_numpy(op.value)
+        flat = array.reshape(-1)
+        if flat.size > 0 and bool(np.all(flat == flat[0])):
+            return self.em.constant(flat[0].item(), compute_type(element))
+        name, typ = self.pool.add(op.value)
+        buffer = self.em.hoist(memref.GetGlobalOp(name, typ))
+        return self._load(buffer, index)
+
+    def _broadcast_to(self, op: graph.BroadcastToOp, index: tuple[Index, ...]) -> SSAValue:
+        return self.value_at(op.input, index_maps.broadcast(index, _shape(op.input)))
+
+    def _reshape(self, op: graph.ReshapeOp, index: tuple[Index, ...]) -> SSAValue:
+        mapped = index_maps.reshape(self.em, index, _shape(op.result), _shape(op.input))
+        return self.value_at(op.input, mapped)
+
+    def _transpose(self, op: graph.TransposeOp, index: tuple[Index, ...]) -> SSAValue:
+        return self.value_at(op.input, index_maps.transpose(index, op.perm.get_values()))
+
+    def _slice(self, op: graph.SliceOp, index: tuple[Index, ...]) -> SSAValue:
+        mapped = index_maps.strided_slice(
+            self.em, index, op.starts.get_values(), op.strides.get_values()
+        )
+        return self.value_at(op.input, mapped)
+
+    def _guarded(
+        self, value: SSAValue, index: Sequence[Index], fill: SSAValue
+    ) -> SSAValue:
+        """value[index] where index is inside value's shape, else `fill` (branch-free: the
+        load uses a clamped index and a select picks the answer)."""
+        em = self.em
+        shape = _shape(value)
+        inside: SSAValue | bool = True
+        for i, dim in zip(index, shape, strict=True):
+            inside = em.both(inside, em.in_range(i, 0, dim))
+        if inside is False:
+            return fill
+        clamped = tuple(em.iclamp(i, dim) for i, dim in zip(index, shape, strict=True))
+        loaded = self.value_at(value, clamped)
+        if inside is True:
+            return loaded
+        return em.emit(arith.SelectOp(inside, loaded, fill))
+
+    def _pad(self, op: graph.PadOp, index: tuple[Index, ...]) -> SSAValue:
+        shifted = tuple(self.em.isub(i, low) for i, low in zip(index, op.low.get_values(), strict=True))
+        element = compute_type(tensor_type_of(op.result).get_element_type())
+        fill_value = op.value.value.data
+        fill = self.em.constant(fill_value if is_float(element) else int(fill_value), element)
+        return self._guarded(op.input, shifted, fill)
+
+    def _concat(self, op: graph.ConcatOp, index: tuple[Index, ...]) -> SSAValue:
+        em = self.em
+        axis = rules.normalize_axis(op.axis.value.data, len(index))
+        offsets = [0]
+        for v in op.inputs:
+            offsets.append(offsets[-1] + _shape(v)[axis])
+        position = index[axis]
+        if isinstance(position, int):
+            k = next(k for k in range(len(op.inputs)) if position < offsets[k + 1])
+            local = (*index[:axis], position - offsets[k], *index[axis + 1 :])
+            return self.value_at(op.inputs[k], local)
+        result: SSAValue | None = None
+        for k in reversed(range(len(op.inputs))):
+            v = op.inputs[k]
+            local_pos = em.iclamp(em.isub(position, offsets[k]), _shape(v)[axis])
+            part = self.value_at(v, (*index[:axis], local_pos, *index[axis + 1 :]))
+            if result is None:
+                result = part
+                continue
+            below = em.emit(arith.CmpiOp(position, em.index_value(offsets[k + 1]), "slt"))
+            result = em.emit(arith.SelectOp(below, part, result))
+        assert result is not None
+        return result
+
+    # ---- heavy ops --------------------------------------------------------------------
+
+    def _accumulate(
+        self,
+        kind: loop.ReduceKind,
+        bounds: Sequence[int],
+        typ: Attribute,
+        body: Callable[[tuple[Index, ...]], SSAValue],
+    ) -> SSAValue:
+        """A loop.reduce over `bounds` whose body yields `body(loop indices)`."""
+        em = self.em
+        init = {
+            loop.ReduceKind.ADD: lambda: em.constant(0, typ),
+            loop.ReduceKind.MUL: lambda: em.constant(1, typ),
+            loop.ReduceKind.MAX: lambda: em.lowest(typ),
+            loop.ReduceKind.MIN: lambda: em.highest(typ),
+        }[kind]()
+        if 0 in bounds:
+            return init
+        reduce = loop.ReduceOp(kind, bounds, init)
+        with em.inside(reduce.body.block):
+            element = body(tuple(reduce.body.block.args))
+            em.add(loop.YieldOp(element))
+        return em.emit(reduce)
+
+    def _reduce(self, op: graph.ReduceOp, index: tuple[Index, ...]) -> SSAValue:
+        in_shape = _shape(op.input)
+        axes = rules.normalize_axes(op.axes.get_values(), len(in_shape))
+        keepdims = op.keepdims is not None
+        typ = compute_type(tensor_type_of(op.result).get_element_type())
+        kind = {
+            graph.ReduceSumOp: loop.ReduceKind.ADD,
+            graph.ReduceMeanOp: loop.ReduceKind.ADD,
+            graph.ReduceMaxOp: loop.ReduceKind.MAX,
+            graph.ReduceMinOp: loop.ReduceKind.MIN,
+        }[type(op)]
+
+        def body(loop_index: tuple[Index, ...]) -> SSAValue:
+            return self.value_at(op.input, _reduced_index(index, loop_index, axes, len(in_shape), keepdims))
+
+        total = self._accumulate(kind, [in_shape[a] for a in axes], typ, body)
+        if not isinstance(op, graph.ReduceMeanOp):
+            return total
+        count = math.prod(in_shape[a] for a in axes)
+        if is_float(typ):
+            return self.em.emit(arith.DivfOp(total, self.em.constant(float(count), typ)))
+        return self.em.emit(arith.DivSIOp(total, self.em.constant(max(count, 1), typ)))
+
+    def _multiply(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.em.emit(arith.MulfOp(a, b) if is_float(a.type) else arith.MuliOp(a, b))
+
+    def _matmul(self, op: graph.MatmulOp, index: tuple[Index, ...]) -> SSAValue:
+        lhs_shape, rhs_shape = _shape(op.lhs), _shape(op.rhs)
+        batch, m, n = index[:-2], index[-2], index[-1]
+        lhs_batch = index_maps.broadcast(batch, lhs_shape[:-2])
+        rhs_batch = index_maps.broadcast(batch, rhs_shape[:-2])
+        typ = compute_type(tensor_type_of(op.result).get_element_type())
+
+        def body(k: tuple[Index, ...]) -> SSAValue:
+            a = self.value_at(op.lhs, (*lhs_batch, m, k[0]))
+            b = self.value_at(op.rhs, (*rhs_batch, k[0], n))
+            return self._multiply(a, b)
+
+        return self._accumulate(loop.ReduceKind.ADD, [lhs_shape[-1]], typ, body)
+
+    def _window_position(
+        self, out: Index, tap: Index, stride: int, dilation: int, pad: int
+    ) -> Index:
+        em = self.em
+        return em.iadd(em.isub(em.imul(out, stride), pad), em.imul(tap, dilation))
+
+    def _conv2d(self, op: graph.Conv2dOp, index: tuple[Index, ...]) -> SSAValue:
+        em = self.em
+        n, co, oh, ow = index
+        channels = _shape(op.input)[1]
+        out_channels, group_channels, kh, kw = _shape(op.weight)
+        groups = op.groups.value.data
+        sh, sw = op.strides.get_values()
+        dh, dw = op.dilations.get_values()
+        top, left = op.padding.get_values()[:2]
+        group_base = em.imul(em.idiv(co, out_channels // groups), channels // groups)
+        typ = compute_type(tensor_type_of(op.result).get_element_type())
+        zero = em.constant(0, typ)
+
+        def body(taps: tuple[Index, ...]) -> SSAValue:
+            c, i, j = taps
+            ih = self._window_position(oh, i, sh, dh, top)
+            iw = self._window_position(ow, j, sw, dw, left)
+            x = self._guarded(op.input, (n, em.iadd(group_base, c), ih, iw), zero)
+            w = self.value_at(op.weight, (co, c, i, j))
+            return self._multiply(x, w)
+
+        return self._accumulate(loop.ReduceKind.ADD, [group_channels, kh, kw], typ, body)
+
+    def _pool(self, op: graph.Pool2dOp, index: tuple[Index, ...]) -> SSAValue:
+        em = self.em
+        n, c, oh, ow = index
+        kh, kw = op.kernel.get_values()
+        sh, sw = op.strides.get_values()
+        top, left = op.padding.get_values()[:2]
+        typ = compute_type(tensor_type_of(op.result).get_element_type())
+        is_max = isinstance(op, graph.MaxPool2dOp)
+        fill = em.lowest(typ) if is_max else em.constant(0, typ)
+
+        def position(taps: tuple[Index, ...]) -> tuple[Index, ...]:
+            return (
+                n,
+                c,
+                self._window_position(oh, taps[0], sh, 1, top),
+                self._window_position(ow, taps[1], sw, 1, left),
+            )
+
+        def body(taps: tuple[Index, ...]) -> SSAValue:
+            return self._guarded(op.input, position(taps), fill)
+
+        kind = loop.ReduceKind.MAX if is_max else loop.ReduceKind.ADD
+        total = self._accumulate(kind, [kh, kw], typ, body)
+        if is_max:
+            return total
+        if isinstance(op, graph.AvgPool2dOp) and op.count_include_pad is not None:
+            return em.emit(arith.DivfOp(total, em.constant(float(kh * kw), typ)))
+        height, width = _shape(op.input)[2:]
+
+        def counted(taps: tuple[Index, ...]) -> SSAValue:
+            _, _, ih, iw = position(taps)
+            inside = em.both(em.in_range(ih, 0, height), em.in_range(iw, 0, width))
+            one = em.constant(1.0, typ)
+            if isinstance(inside, bool):
+                return one if inside else em.constant(0.0, typ)
+            return em.emit(arith.SelectOp(inside, one, em.constant(0.0, typ)))
+
+        count = self._accumulate(loop.ReduceKind.ADD, [kh, kw], typ, counted)
+        return em.emit(arith.DivfOp(total, count))
+
+
+def _reduced_index(
+    out: Sequence[Index],
+    loop_index: Sequence[Index],
+    axes: Sequence[int],
+    rank: int,
+    keepdims: bool,
+) -> tuple[Index, ...]:
+    """The input index of a reduction: reduced dims from the loop, the rest from `out`."""
+    result: list[Index] = []
+    outer = iter(out)
+    inner = iter(loop_index)
+    for dim in range(rank):
+        if dim in axes:
+            result.append(next(inner))
+            if keepdims:
+                next(outer)
+        else:
+            result.append(next(outer))
+    return tuple(result)
+
+
+_VALUE_RULES = {
+    graph.ConstantOp: _KernelBuilder._constant,
+    graph.BroadcastToOp: _KernelBuilder._broadcast_to,
+    graph.ReshapeOp: _KernelBuilder._reshape,
+    graph.TransposeOp: _KernelBuilder._transpose,
+    graph.SliceOp: _KernelBuilder._slice,
+    graph.PadOp: _KernelBuilder._pad,
+    graph.ConcatOp: _KernelBuilder._concat,
+    graph.ReduceOp: _KernelBuilder._reduce,
+    graph.MatmulOp: _KernelBuilder._matmul,
+    graph.Conv2dOp: _KernelBuilder._conv2d,
+    graph.Pool2dOp: _KernelBuilder._pool,
+}
+"""Non-elementwise graph op type -> how to compute one element of its result."""
