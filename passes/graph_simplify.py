@@ -2,7 +2,7 @@
 
 ```mlir
 %z = graph.constant dense<0.0> : tensor<f32>
-%y = graph.add %x, %z : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>   // -> %x
+%y = graph.sub %x, %z : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>   // -> %x
 %t = graph.transpose %x perm = [1, 0] ...
 %u = graph.transpose %t perm = [1, 0] ...                                // -> %x
 ```

@@ -13,8 +13,10 @@ from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 from xdsl.context import Context
 from xdsl.dialects import pdl
 from xdsl.interpreters.pdl import PDLRewritePattern
@@ -27,25 +29,56 @@ from graphfuse.dialects import graph
 from graphfuse.parsing import GraphfuseError, location_of, make_context, parse_text
 
 
-def _all_equal(value: object, number: float) -> bool:
+def _constant(value: object) -> NDArray[Any] | None:
+    """The contents of a non-empty graph.constant, else None."""
     owner = getattr(value, "owner", None)
     if not isinstance(owner, graph.ConstantOp):
-        return False
+        return None
     array = reference.dense_to_numpy(owner.value)
-    return array.size > 0 and bool(np.all(array == number))
+    return array if array.size > 0 else None
+
+
+def _all_zero(value: object, negative: bool | None) -> bool:
+    """Every element is 0; for floats, with the sign bit set (negative), clear (not
+    negative) or either (None). Integers have one zero, which satisfies all three."""
+    array = _constant(value)
+    if array is None or not np.all(array == 0):
+        return False
+    if negative is None or not np.issubdtype(array.dtype, np.floating):
+        return True
+    return bool(np.all(np.signbit(array) == negative))
 
 
 def is_zero(value: object) -> bool:
-    """The value is a graph.constant whose every element is 0."""
-    return _all_equal(value, 0)
+    """The value is a graph.constant whose every element is 0 or -0.0.
+
+    Not enough for `x + 0 -> x`: -0.0 + 0.0 is +0.0. Use `is_neg_zero` there.
+    """
+    return _all_zero(value, None)
+
+
+def is_pos_zero(value: object) -> bool:
+    """Every element is +0.0 (or integer 0): `x - 0.0` is exactly x, even for x = -0.0."""
+    return _all_zero(value, False)
+
+
+def is_neg_zero(value: object) -> bool:
+    """Every element is -0.0 (or integer 0): `x + -0.0` is exactly x, even for x = -0.0."""
+    return _all_zero(value, True)
 
 
 def is_one(value: object) -> bool:
     """The value is a graph.constant whose every element is 1."""
-    return _all_equal(value, 1)
+    array = _constant(value)
+    return array is not None and bool(np.all(array == 1))
 
 
-NATIVE_CONSTRAINTS: dict[str, Callable[..., bool]] = {"is_zero": is_zero, "is_one": is_one}
+NATIVE_CONSTRAINTS: dict[str, Callable[..., bool]] = {
+    "is_zero": is_zero,
+    "is_pos_zero": is_pos_zero,
+    "is_neg_zero": is_neg_zero,
+    "is_one": is_one,
+}
 """Python predicates PDL rules may call with `pdl.apply_native_constraint "name"(...)`."""
 
 

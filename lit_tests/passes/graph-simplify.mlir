@@ -1,14 +1,16 @@
 // RUN: xdsl-opt %s -p graph-simplify --split-input-file | filecheck %s
 
-// x + 0, 0 + x, x - 0, x * 1, 1 * x and x / 1 are x when x already has the result's type.
+// x + -0.0, -0.0 + x, x - 0.0, x * 1, 1 * x and x / 1 are x when x already has the
+// result's type.
 // CHECK-LABEL: func.func @identities
 // CHECK-NEXT: %[[E:.*]] = graph.exp %x : tensor<4x8xf32>
 // CHECK-NEXT: func.return %[[E]]
 func.func @identities(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %zero = graph.constant dense<0.0> : tensor<f32>
+  %neg_zero = graph.constant dense<-0.0> : tensor<f32>
   %one = graph.constant dense<1.0> : tensor<8xf32>
-  %0 = graph.add %x, %zero : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
-  %1 = graph.add %zero, %0 : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %0 = graph.add %x, %neg_zero : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %1 = graph.add %neg_zero, %0 : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %2 = graph.sub %1, %zero : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
   %3 = graph.mul %2, %one : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   %4 = graph.mul %one, %3 : (tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -19,21 +21,53 @@ func.func @identities(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-// x + 0 that broadcasts x, x * 2 and 0 - x are not identities.
+// x + -0.0 that broadcasts x, x * 2 and -0.0 - x are not identities.
 // CHECK-LABEL: func.func @not_identities
-// CHECK-NEXT: %[[Z:.*]] = graph.constant dense<0.000000e+00> : tensor<4x8xf32>
+// CHECK-NEXT: %[[Z:.*]] = graph.constant dense<-0.000000e+00> : tensor<4x8xf32>
 // CHECK-NEXT: %[[T:.*]] = graph.constant dense<2.000000e+00> : tensor<f32>
 // CHECK-NEXT: %[[A:.*]] = graph.add %x, %[[Z]] : (tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
 // CHECK-NEXT: %[[M:.*]] = graph.mul %[[A]], %[[T]]
 // CHECK-NEXT: %[[S:.*]] = graph.sub %[[Z]], %[[M]]
 // CHECK-NEXT: func.return %[[S]]
 func.func @not_identities(%x: tensor<8xf32>) -> tensor<4x8xf32> {
-  %zero = graph.constant dense<0.0> : tensor<4x8xf32>
+  %zero = graph.constant dense<-0.0> : tensor<4x8xf32>
   %two = graph.constant dense<2.0> : tensor<f32>
   %0 = graph.add %x, %zero : (tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %1 = graph.mul %0, %two : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
   %2 = graph.sub %zero, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   func.return %2 : tensor<4x8xf32>
+}
+
+// -----
+
+// x + 0.0, 0.0 + x and x - (-0.0) are +0.0 for x = -0.0, not x: they stay.
+// CHECK-LABEL: func.func @signed_zero_not_identities
+// CHECK-NEXT: %[[Z:.*]] = graph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[N:.*]] = graph.constant dense<-0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[A:.*]] = graph.add %x, %[[Z]]
+// CHECK-NEXT: %[[B:.*]] = graph.add %[[Z]], %[[A]]
+// CHECK-NEXT: %[[S:.*]] = graph.sub %[[B]], %[[N]]
+// CHECK-NEXT: func.return %[[S]]
+func.func @signed_zero_not_identities(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %zero = graph.constant dense<0.0> : tensor<f32>
+  %neg_zero = graph.constant dense<-0.0> : tensor<f32>
+  %0 = graph.add %x, %zero : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %1 = graph.add %zero, %0 : (tensor<f32>, tensor<8xf32>) -> tensor<8xf32>
+  %2 = graph.sub %1, %neg_zero : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  func.return %2 : tensor<8xf32>
+}
+
+// -----
+
+// Integers have one zero: x + 0, 0 + x and x - 0 are x.
+// CHECK-LABEL: func.func @integer_zero_identities
+// CHECK-NEXT: func.return %x
+func.func @integer_zero_identities(%x: tensor<8xi32>) -> tensor<8xi32> {
+  %zero = graph.constant dense<0> : tensor<i32>
+  %0 = graph.add %x, %zero : (tensor<8xi32>, tensor<i32>) -> tensor<8xi32>
+  %1 = graph.add %zero, %0 : (tensor<i32>, tensor<8xi32>) -> tensor<8xi32>
+  %2 = graph.sub %1, %zero : (tensor<8xi32>, tensor<i32>) -> tensor<8xi32>
+  func.return %2 : tensor<8xi32>
 }
 
 // -----

@@ -287,7 +287,7 @@ def test_conv_bias_batch_norm_not_folded_when_bias_grows_result(bias_shape, resu
 def test_simplify_keeps_results_and_removes_ops(rng):
     text = """
 func.func @main(%x: tensor<4x16xf32>) -> tensor<16x4xf32> {
-  %z = graph.constant dense<0.0> : tensor<f32>
+  %z = graph.constant dense<-0.0> : tensor<f32>
   %o = graph.constant dense<1.0> : tensor<16xf32>
   %a = graph.add %x, %z : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
   %m = graph.mul %a, %o : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
@@ -304,6 +304,30 @@ func.func @main(%x: tensor<4x16xf32>) -> tensor<16x4xf32> {
     np.testing.assert_array_equal(after[0], before[0])
     function = next(iter(module.ops))
     assert [op.name for op in function.body.block.ops] == ["graph.reshape", "func.return"]
+
+
+def _add_sub_zero(op: str, zero: str) -> str:
+    return f"""
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {{
+  %z = graph.constant dense<{zero}> : tensor<f32>
+  %s = graph.{op} %x, %z : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  func.return %s : tensor<4xf32>
+}}"""
+
+
+@pytest.mark.parametrize(
+    ("op", "zero", "removed"),
+    [("add", "-0.0", True), ("sub", "0.0", True), ("add", "0.0", False), ("sub", "-0.0", False)],
+)
+def test_simplify_keeps_the_sign_of_zero(op, zero, removed):
+    # -0.0 + 0.0 and -0.0 - (-0.0) are +0.0, so only x + (-0.0) and x - 0.0 are x.
+    x = np.array([-0.0, 0.0, 2.0, -3.5], dtype=np.float32)
+    before, after, module = _run_before_after(
+        _add_sub_zero(op, zero), lambda m: GraphSimplifyPass().apply(Context(), m), x
+    )
+    np.testing.assert_array_equal(np.signbit(after[0]), np.signbit(before[0]))
+    np.testing.assert_array_equal(after[0], before[0])
+    assert (f"graph.{op}" not in [o.name for o in module.walk()]) == removed
 
 
 def test_user_decomposition_rule_is_data(rng):
