@@ -1,3 +1,11 @@
 """graphfuse: an operator-fusion compiler for neural-network graphs, on xDSL and MLIR."""
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):  # noqa: ANN202 - lazy, so `import graphfuse` stays cheap
+    if name == "compile":
+        from graphfuse.compiler import compile
+
+        return compile
+    raise AttributeError(f"module 'graphfuse' has no attribute {name!r}")

@@ -1,0 +1,162 @@
+"""`graphfuse.compile`: a graph in, a callable on NumPy arrays out.
+
+The pipeline is the one DESIGN.md draws: front-end rewrites and graph-fuse (graph),
+convert-graph-to-loop (loop), convert-loop-to-upstream and vectorisable math (upstream),
+then mlir-opt / mlir-translate / opt (llvm) and llc + the C compiler (a shared library).
+`lower_to` stops at any stage, for `graphfuse compile --emit` and for tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.ir import Attribute
+from xdsl.utils.hints import isa
+
+from graphfuse.parsing import GraphfuseError, make_context, parse_file, verify
+from graphfuse.runtime.build import CpuTarget, build_shared_library, to_llvm_ir
+from graphfuse.runtime.compiled import CompiledFunction
+
+
+class Stage(Enum):
+    """Where `lower_to` stops."""
+
+    GRAPH = "graph"
+    LOOP = "loop"
+    UPSTREAM = "upstream"
+    LLVM = "llvm"
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """How a graph is compiled. `fuse=False` gives every op its own kernel (the baseline
+    the benchmarks compare against); `max_depth` caps the ops per kernel."""
+
+    fuse: bool = True
+    max_depth: int = 256
+    cpu: str = "native"
+    opt_level: int = 3
+
+    @property
+    def target(self) -> CpuTarget:
+        return CpuTarget(cpu=self.cpu, opt_level=self.opt_level)
+
+
+TARGETS = ("cpu",)
+
+
+def load(module_or_path: ModuleOp | str | Path) -> ModuleOp:
+    """A verified module: parsed from a path, or a copy of the given module."""
+    if isinstance(module_or_path, ModuleOp):
+        module = module_or_path.clone()
+        verify(module)
+        return module
+    return parse_file(module_or_path)
+
+
+def _is_fused(module: ModuleOp) -> bool:
+    from graphfuse.dialects import graph
+
+    return any(isinstance(op, graph.FusedOp) for op in module.walk())
+
+
+def fuse(module: ModuleOp, options: CompileOptions) -> None:
+    """Front end + graph-fuse in place (skipped if the module is already fused)."""
+    from graphfuse.passes.dataflow import functions
+    from graphfuse.passes.graph_fuse import front_end, fuse_function
+
+    if _is_fused(module):
+        return
+    front_end(make_context(), module, True, True, True, None)
+    depth = options.max_depth if options.fuse else 1
+    for function in functions(module):
+        fuse_function(function, depth)
+    verify(module)
+
+
+def lower_to(module: ModuleOp, stage: Stage, options: CompileOptions = CompileOptions()) -> str:
+    """The module's text at `stage` (the module is changed in place up to that stage)."""
+    fuse(module, options)
+    if stage is Stage.GRAPH:
+        return str(module)
+    _to_loop(module)
+    if stage is Stage.LOOP:
+        return str(module)
+    upstream = _to_upstream(module)
+    if stage is Stage.UPSTREAM:
+        return upstream
+    return to_llvm_ir(upstream, options.target)
+
+
+def _to_loop(module: ModuleOp) -> None:
+    from graphfuse.lowering.convert_graph_to_loop import ConvertGraphToLoopPass
+
+    ConvertGraphToLoopPass().apply(make_context(), module)
+    verify(module)
+
+
+def _to_upstream(module: ModuleOp) -> str:
+    from graphfuse.lowering.approximate_math import ApproximateMathPass
+    from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
+
+    ctx = make_context()
+    ConvertLoopToUpstreamPass().apply(ctx, module)
+    ApproximateMathPass().apply(ctx, module)
+    return str(module)
+
+
+def _entry(module: ModuleOp, entry: str) -> func.FuncOp:
+    names: list[str] = []
+    for op in module.ops:
+        if isinstance(op, func.FuncOp):
+            if op.sym_name.data == entry:
+                return op
+            names.append("@" + op.sym_name.data)
+    raise GraphfuseError(
+        f"no function @{entry} in the module (it has {', '.join(names) or 'none'})"
+    )
+
+
+def _memrefs(types: tuple[Attribute, ...] | list[Attribute]) -> list[MemRefType[Attribute]]:
+    result: list[MemRefType[Attribute]] = []
+    for typ in types:
+        assert isa(typ, MemRefType[Attribute])
+        result.append(typ)
+    return result
+
+
+def compile(  # noqa: A001 - the name users expect, as torch.compile
+    module_or_path: ModuleOp | str | Path,
+    entry: str = "main",
+    target: str = "cpu",
+    *,
+    options: CompileOptions = CompileOptions(),
+    output: str | Path | None = None,
+) -> CompiledFunction:
+    """Compile a graph-dialect module (or .mlir file) and return `entry` as a callable
+    taking and returning NumPy arrays. `output` also writes the shared library there."""
+    if target not in TARGETS:
+        raise GraphfuseError(f"unknown target '{target}'; valid targets: {', '.join(TARGETS)}")
+    module = load(module_or_path)
+    _entry(module, entry)
+    lower_to(module, Stage.LOOP, options)
+    function = _entry(module, entry)
+    arg_types = list(function.function_type.inputs.data)
+    n_out = function.attributes["graphfuse.outputs"].value.data  # type: ignore[attr-defined]
+    n_scratch = function.attributes["graphfuse.scratch"].value.data  # type: ignore[attr-defined]
+    n_in = len(arg_types) - n_out - n_scratch
+    upstream = _to_upstream(module)
+    library = build_shared_library(
+        upstream, options.target, Path(output) if output is not None else None
+    )
+    return CompiledFunction(
+        library,
+        entry,
+        _memrefs(arg_types[:n_in]),
+        _memrefs(arg_types[n_in : n_in + n_out]),
+        _memrefs(arg_types[n_in + n_out :]),
+    )

@@ -1,0 +1,166 @@
+"""Building upstream MLIR text into a shared library with mlir-opt, mlir-translate, opt, llc
+and the system C compiler.
+
+Each stage is a subprocess whose failure is reported as one line naming the stage and the
+tool's first diagnostic. Builds are cached by a hash of the MLIR text, the options and the
+tool versions, so compiling the same graph twice costs one file lookup. The library is
+written under a temporary name and renamed into place: a failed build leaves nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from graphfuse.toolchain import ToolchainError, require_tool, tool_version
+
+MLIR_TO_LLVM_DIALECT = (
+    "--canonicalize",
+    "--cse",
+    "--loop-invariant-code-motion",
+    "--convert-scf-to-cf",
+    "--convert-math-to-funcs=convert-ctlz=false",
+    "--expand-strided-metadata",
+    "--finalize-memref-to-llvm",
+    "--convert-math-to-llvm",
+    "--convert-math-to-libm",
+    "--convert-arith-to-llvm",
+    "--convert-func-to-llvm",
+    "--convert-cf-to-llvm",
+    "--reconcile-unrealized-casts",
+)
+"""mlir-opt passes from scf/memref/arith/math/func to the LLVM dialect."""
+
+
+@dataclass(frozen=True)
+class CpuTarget:
+    """What the CPU code is built for. `cpu="native"` means this machine's CPU."""
+
+    cpu: str = "native"
+    triple: str = "x86_64-unknown-linux-gnu"
+    opt_level: int = 3
+
+    def resolved_cpu(self) -> str:
+        return host_cpu() if self.cpu == "native" else self.cpu
+
+
+@cache
+def host_cpu() -> str:
+    """The CPU llc detects on this machine (e.g. znver3), for -mcpu."""
+    found = require_tool("llc")
+    out = subprocess.run([found.path, "--version"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if "Host CPU:" in line:
+            return line.split(":", 1)[1].strip()
+    return "generic"
+
+
+def cache_dir() -> Path:
+    """$GRAPHFUSE_CACHE_DIR, else ~/.cache/graphfuse."""
+    root = os.environ.get("GRAPHFUSE_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "graphfuse"
+    )
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _run(stage: str, tool: str, args: list[str], stdin: str | bytes | None = None) -> bytes:
+    found = require_tool(tool)
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    try:
+        done = subprocess.run([found.path, *args], input=data, capture_output=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise ToolchainError(f"{stage}: {tool} did not run: {error}") from None
+    if done.returncode != 0:
+        message = done.stderr.decode(errors="replace").strip().splitlines()
+        first = next((line for line in message if "error" in line.lower()), None)
+        first = first or (message[0] if message else f"exit status {done.returncode}")
+        raise ToolchainError(f"{stage} failed ({tool}): {first.strip()}")
+    return done.stdout
+
+
+def to_llvm_dialect(upstream: str) -> str:
+    """Upstream MLIR text -> LLVM dialect text."""
+    return _run("lowering to the LLVM dialect", "mlir-opt", list(MLIR_TO_LLVM_DIALECT), upstream).decode()
+
+
+def to_llvm_ir(upstream: str, target: CpuTarget) -> str:
+    """Upstream MLIR text -> optimised LLVM IR (what `--emit llvm` prints)."""
+    llvm_dialect = to_llvm_dialect(upstream)
+    raw = _run("translating to LLVM IR", "mlir-translate", ["--mlir-to-llvmir"], llvm_dialect)
+    return _run(
+        "optimising LLVM IR",
+        "opt",
+        [
+            f"-O{target.opt_level}",
+            f"-mtriple={target.triple}",
+            f"-mcpu={target.resolved_cpu()}",
+            "-vector-library=LIBMVEC",
+            "-S",
+        ],
+        raw,
+    ).decode()
+
+
+def _fingerprint(upstream: str, target: CpuTarget) -> str:
+    digest = hashlib.sha256()
+    digest.update(upstream.encode())
+    digest.update(repr((target.triple, target.resolved_cpu(), target.opt_level)).encode())
+    for tool in ("mlir-opt", "opt", "llc"):
+        digest.update(tool_version(require_tool(tool)).encode())
+    digest.update(b"graphfuse-build-1")
+    return digest.hexdigest()[:32]
+
+
+def build_shared_library(upstream: str, target: CpuTarget = CpuTarget(), output: Path | None = None) -> Path:
+    """Build (or find in the cache) a shared library for `upstream`; copy it to `output`."""
+    key = _fingerprint(upstream, target)
+    cached = cache_dir() / f"{key}.so"
+    if not cached.exists():
+        _build_into(upstream, target, cached)
+    if output is None:
+        return cached
+    _atomic_copy(cached, output)
+    return output
+
+
+def _build_into(upstream: str, target: CpuTarget, destination: Path) -> None:
+    llvm_ir = to_llvm_ir(upstream, target)
+    with tempfile.TemporaryDirectory(prefix="graphfuse-build-") as work:
+        obj = Path(work) / "kernels.o"
+        _run(
+            "generating machine code",
+            "llc",
+            [
+                f"-O{target.opt_level}",
+                f"-mtriple={target.triple}",
+                f"-mcpu={target.resolved_cpu()}",
+                "-relocation-model=pic",
+                "-filetype=obj",
+                "-o",
+                str(obj),
+            ],
+            llvm_ir,
+        )
+        library = Path(work) / "kernels.so"
+        _run("linking", "cc", ["-shared", "-o", str(library), str(obj), "-lmvec", "-lm"])
+        _atomic_copy(library, destination)
+
+
+def _atomic_copy(source: Path, destination: Path) -> None:
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    fd, partial = tempfile.mkstemp(dir=destination.parent, prefix=".partial-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(source.read_bytes())
+        os.chmod(partial, 0o755)
+        os.replace(partial, destination)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,98 @@
+"""A compiled graph function called like a Python function on NumPy arrays.
+
+The library's entry point takes inputs, then one buffer per result, then scratch buffers
+(see convert-graph-to-loop). `CompiledFunction` checks each argument's shape and dtype,
+allocates the results, keeps the scratch buffers between calls (so a call allocates only
+its results), and returns the results as NumPy arrays.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import MemRefType
+from xdsl.ir import Attribute
+from xdsl.utils.exceptions import DiagnosticException
+
+from graphfuse.runtime import memref_abi
+from graphfuse.runtime.memref_abi import Array
+
+
+class ArgumentError(DiagnosticException, ValueError):
+    """Arguments that do not match the compiled function's signature."""
+
+
+def _describe(typ: MemRefType[Attribute]) -> str:
+    shape = "x".join(str(d) for d in typ.get_shape())
+    return f"{shape}x{typ.get_element_type()}" if shape else str(typ.get_element_type())
+
+
+class CompiledFunction:
+    """Calls `name` in a built library: `f(*arrays) -> array or tuple of arrays`."""
+
+    def __init__(
+        self,
+        library: Path,
+        name: str,
+        inputs: Sequence[MemRefType[Attribute]],
+        outputs: Sequence[MemRefType[Attribute]],
+        scratch: Sequence[MemRefType[Attribute]],
+    ):
+        self.library_path = library
+        self.name = name
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self._library = ctypes.CDLL(str(library))
+        self._function = getattr(self._library, f"_mlir_ciface_{name}")
+        self._function.restype = None
+        self._scratch = [
+            np.empty(t.get_shape(), memref_abi.storage_dtype(t.get_element_type()))
+            for t in scratch
+        ]
+
+    def __repr__(self) -> str:
+        ins = ", ".join(_describe(t) for t in self.inputs)
+        outs = ", ".join(_describe(t) for t in self.outputs)
+        return f"<compiled @{self.name}({ins}) -> ({outs}) from {self.library_path}>"
+
+    def _check(self, arrays: Sequence[Any]) -> list[Array]:
+        if len(arrays) != len(self.inputs):
+            raise ArgumentError(
+                f"@{self.name} takes {len(self.inputs)} arrays, got {len(arrays)}"
+            )
+        converted: list[Array] = []
+        for index, (array, typ) in enumerate(zip(arrays, self.inputs, strict=True)):
+            value = np.asarray(array)
+            element = typ.get_element_type()
+            expected = memref_abi.user_dtype(element)
+            if tuple(value.shape) != tuple(typ.get_shape()):
+                raise ArgumentError(
+                    f"@{self.name} argument #{index} has shape {value.shape}, expected "
+                    f"{tuple(typ.get_shape())} ({_describe(typ)})"
+                )
+            if value.dtype != expected:
+                raise ArgumentError(
+                    f"@{self.name} argument #{index} has dtype {value.dtype}, expected "
+                    f"{expected} ({_describe(typ)})"
+                )
+            converted.append(memref_abi.to_buffer_array(value, element))
+        return converted
+
+    def __call__(self, *arrays: Any) -> Array | tuple[Array, ...]:
+        inputs = self._check(arrays)
+        outputs = [
+            np.empty(t.get_shape(), memref_abi.storage_dtype(t.get_element_type()))
+            for t in self.outputs
+        ]
+        buffers = [*inputs, *outputs, *self._scratch]
+        descriptors = [memref_abi.descriptor(b) for b in buffers]
+        self._function(*(ctypes.byref(d) for d in descriptors))
+        results = tuple(
+            memref_abi.from_buffer_array(o, t.get_element_type())
+            for o, t in zip(outputs, self.outputs, strict=True)
+        )
+        return results[0] if len(results) == 1 else results
