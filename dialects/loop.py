@@ -39,7 +39,15 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    Region,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+)
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
@@ -182,7 +190,9 @@ class ReduceOp(IRDLOperation):
     result = result_def(T)
     body = region_def("single_block")
 
-    assembly_format = "$kind $bounds `init` `(` $init `:` type($init) `)` attr-dict-with-keyword $body"
+    assembly_format = (
+        "$kind $bounds `init` `(` $init `:` type($init) `)` attr-dict-with-keyword $body"
+    )
 
     def __init__(self, kind: ReduceKind, bounds: Sequence[int], init: SSAValue):
         block = Block(arg_types=[IndexType()] * len(bounds))
@@ -302,4 +312,3 @@ Loop = Dialect(
     [KernelOp, ParallelOp, ReduceOp, LoadOp, StoreOp, CallOp, YieldOp],
     [ReduceKindAttr],
 )
-

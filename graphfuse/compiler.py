@@ -58,19 +58,11 @@ def load(module_or_path: ModuleOp | str | Path) -> ModuleOp:
     return parse_file(module_or_path)
 
 
-def _is_fused(module: ModuleOp) -> bool:
-    from graphfuse.dialects import graph
-
-    return any(isinstance(op, graph.FusedOp) for op in module.walk())
-
-
 def fuse(module: ModuleOp, options: CompileOptions) -> None:
-    """Front end + graph-fuse in place (skipped if the module is already fused)."""
+    """Front end + graph-fuse in place (idempotent: fusing a fused module changes nothing)."""
     from graphfuse.passes.dataflow import functions
     from graphfuse.passes.graph_fuse import front_end, fuse_function
 
-    if _is_fused(module):
-        return
     front_end(make_context(), module, True, True, True, None)
     depth = options.max_depth if options.fuse else 1
     for function in functions(module):

@@ -104,7 +104,7 @@ class _FunctionLowering:
             name, typ = self.pool.add(op.value)
             get = memref.GetGlobalOp(name, typ)
             self.block.add_op(get)
-            self.buffers[op.result] = get.result
+            self.buffers[op.result] = get.memref
             return None
         if isinstance(op, graph.FusedOp):
             return self._lower_kernel(op)
@@ -155,7 +155,6 @@ class _FunctionLowering:
 def _buffer_type(typ: Attribute, function: func.FuncOp) -> Attribute:
     if not isa(typ, TensorType[Attribute]):
         raise PassFailedException(
-            f"@{function.sym_name.data} takes or returns {typ}; graph functions use ranked "
-            "tensors"
+            f"@{function.sym_name.data} takes or returns {typ}; graph functions use ranked tensors"
         )
     return memref_of(typ)

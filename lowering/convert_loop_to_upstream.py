@@ -81,7 +81,9 @@ def _index(value: int) -> arith.ConstantOp:
     return arith.ConstantOp(IntegerAttr(value, IndexType()))
 
 
-def _lower_nest(op: loop.ParallelOp | loop.ReduceOp, bounds: Sequence[int], reduce: loop.ReduceOp | None) -> None:
+def _lower_nest(
+    op: loop.ParallelOp | loop.ReduceOp, bounds: Sequence[int], reduce: loop.ReduceOp | None
+) -> None:
     """Nested scf.for loops over `bounds` running `op`'s body; a reduction threads its
     accumulator through every loop as an iter_arg."""
     body = op.body.block
@@ -97,7 +99,9 @@ def _lower_nest(op: loop.ParallelOp | loop.ReduceOp, bounds: Sequence[int], redu
     for bound in bounds:
         upper = _index(bound)
         loop_block = Block(arg_types=[IndexType()] + ([accumulator.type] if accumulator else []))
-        for_op = scf.ForOp(zero, upper, one, [accumulator] if accumulator else [], Region(loop_block))
+        for_op = scf.ForOp(
+            zero, upper, one, [accumulator] if accumulator else [], Region(loop_block)
+        )
         if parent_block is None:
             _insert_before(upper, op)
             _insert_before(for_op, op)

@@ -184,11 +184,11 @@ class Emitter:
     def _cmp(self, a: SSAValue, b: int, predicate: str) -> SSAValue:
         return self.emit(arith.CmpiOp(a, self.index_value(b), predicate))
 
-    def _ibin(self, op_type: type[arith.SignlessIntegerBinaryOperation], a: Index, b: Index) -> SSAValue:
+    def _ibin(
+        self, op_type: type[arith.SignlessIntegerBinaryOperation], a: Index, b: Index
+    ) -> SSAValue:
         lhs, rhs = self.index_value(a), self.index_value(b)
-        return self.cached(
-            (op_type.name, lhs, rhs), lambda: self.emit(op_type(lhs, rhs))
-        )
+        return self.cached((op_type.name, lhs, rhs), lambda: self.emit(op_type(lhs, rhs)))
 
 
 def _int_min(typ: Attribute) -> int:

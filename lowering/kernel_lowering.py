@@ -37,11 +37,14 @@ from graphfuse.dialects import shape_rules as rules
 from graphfuse.dialects.graph import FusionKind, fusion_kind, tensor_type_of
 from graphfuse.lowering import index_maps
 from graphfuse.lowering.emitter import Emitter, Index, compute_type, is_float
+from graphfuse.lowering.ranking import emit_ranking
 from graphfuse.lowering.scalar_ops import SCALAR_RULES
 from graphfuse.reference import dense_to_numpy
 
 HEAVY_OPS = (graph.ReduceOp, graph.MatmulOp, graph.Conv2dOp, graph.Pool2dOp)
 """Ops computed with an accumulator over a reduction space."""
+RANKING_OPS = (graph.SortOp, graph.TopKOp)
+"""Ops that scatter their results (see `ranking`): always materialised."""
 
 
 def memref_of(value: SSAValue | Attribute) -> MemRefType[Attribute]:
@@ -96,7 +99,8 @@ def materialized_ops(fused: graph.FusedOp) -> list[Operation]:
     return [
         op
         for op in fused.body.block.ops
-        if isinstance(op, HEAVY_OPS) and not _identity_closed(op.results[0], seen)
+        if isinstance(op, RANKING_OPS)
+        or (isinstance(op, HEAVY_OPS) and not _identity_closed(op.results[0], seen))
     ]
 
 
@@ -115,7 +119,12 @@ class KernelSignature:
 
 def kernel_signature(fused: graph.FusedOp) -> KernelSignature:
     yielded = set(_yield(fused).values)
-    scratch = [memref_of(op.results[0]) for op in materialized_ops(fused) if op.results[0] not in yielded]
+    scratch = [
+        memref_of(result)
+        for op in materialized_ops(fused)
+        for result in op.results
+        if result not in yielded
+    ]
     return KernelSignature(
         [memref_of(v) for v in fused.inputs], [memref_of(r) for r in fused.outputs], scratch
     )
@@ -163,10 +172,13 @@ class _KernelBuilder:
             homes.setdefault(value, []).append(buffer)
         scratch = iter(self.scratch_args)
         for op in materialized_ops(self.fused):
-            value = op.results[0]
-            buffers = homes.pop(value, None) or [next(scratch)]
-            self._stage(_shape(value), [(value, buffers)])
-            self.buffer_of[value] = buffers[0]
+            buffers = [homes.pop(r, None) or [next(scratch)] for r in op.results]
+            if isinstance(op, RANKING_OPS):
+                emit_ranking(self.em, op, self.value_at, buffers)
+            else:
+                self._stage(_shape(op.results[0]), [(op.results[0], buffers[0])])
+            for result, homes_of_result in zip(op.results, buffers, strict=True):
+                self.buffer_of[result] = homes_of_result[0]
         by_shape: dict[tuple[int, ...], list[tuple[SSAValue, list[SSAValue]]]] = {}
         for value, buffers in homes.items():
             by_shape.setdefault(_shape(value), []).append((value, buffers))
@@ -174,7 +186,9 @@ class _KernelBuilder:
             self._stage(shape, group)
         self.em.add(loop.YieldOp())
 
-    def _stage(self, shape: tuple[int, ...], group: Sequence[tuple[SSAValue, list[SSAValue]]]) -> None:
+    def _stage(
+        self, shape: tuple[int, ...], group: Sequence[tuple[SSAValue, list[SSAValue]]]
+    ) -> None:
         """One loop over `shape` storing each value of `group` into its buffers."""
         if 0 in shape:
             return
@@ -259,9 +273,7 @@ class _KernelBuilder:
         )
         return self.value_at(op.input, mapped)
 
-    def _guarded(
-        self, value: SSAValue, index: Sequence[Index], fill: SSAValue
-    ) -> SSAValue:
+    def _guarded(self, value: SSAValue, index: Sequence[Index], fill: SSAValue) -> SSAValue:
         """value[index] where index is inside value's shape, else `fill` (branch-free: the
         load uses a clamped index and a select picks the answer)."""
         em = self.em
@@ -278,7 +290,9 @@ class _KernelBuilder:
         return em.emit(arith.SelectOp(inside, loaded, fill))
 
     def _pad(self, op: graph.PadOp, index: tuple[Index, ...]) -> SSAValue:
-        shifted = tuple(self.em.isub(i, low) for i, low in zip(index, op.low.get_values(), strict=True))
+        shifted = tuple(
+            self.em.isub(i, low) for i, low in zip(index, op.low.get_values(), strict=True)
+        )
         element = compute_type(tensor_type_of(op.result).get_element_type())
         fill_value = op.value.value.data
         fill = self.em.constant(fill_value if is_float(element) else int(fill_value), element)
@@ -346,7 +360,9 @@ class _KernelBuilder:
         }[type(op)]
 
         def body(loop_index: tuple[Index, ...]) -> SSAValue:
-            return self.value_at(op.input, _reduced_index(index, loop_index, axes, len(in_shape), keepdims))
+            return self.value_at(
+                op.input, _reduced_index(index, loop_index, axes, len(in_shape), keepdims)
+            )
 
         total = self._accumulate(kind, [in_shape[a] for a in axes], typ, body)
         if not isinstance(op, graph.ReduceMeanOp):

@@ -25,6 +25,7 @@ MLIR_TO_LLVM_DIALECT = (
     "--loop-invariant-code-motion",
     "--convert-scf-to-cf",
     "--convert-math-to-funcs=convert-ctlz=false",
+    "--arith-expand=include-bf16=true",
     "--expand-strided-metadata",
     "--finalize-memref-to-llvm",
     "--convert-math-to-llvm",
@@ -87,7 +88,9 @@ def _run(stage: str, tool: str, args: list[str], stdin: str | bytes | None = Non
 
 def to_llvm_dialect(upstream: str) -> str:
     """Upstream MLIR text -> LLVM dialect text."""
-    return _run("lowering to the LLVM dialect", "mlir-opt", list(MLIR_TO_LLVM_DIALECT), upstream).decode()
+    return _run(
+        "lowering to the LLVM dialect", "mlir-opt", list(MLIR_TO_LLVM_DIALECT), upstream
+    ).decode()
 
 
 def to_llvm_ir(upstream: str, target: CpuTarget) -> str:
@@ -114,11 +117,14 @@ def _fingerprint(upstream: str, target: CpuTarget) -> str:
     digest.update(repr((target.triple, target.resolved_cpu(), target.opt_level)).encode())
     for tool in ("mlir-opt", "opt", "llc"):
         digest.update(tool_version(require_tool(tool)).encode())
+    digest.update(" ".join(MLIR_TO_LLVM_DIALECT).encode())
     digest.update(b"graphfuse-build-1")
     return digest.hexdigest()[:32]
 
 
-def build_shared_library(upstream: str, target: CpuTarget = CpuTarget(), output: Path | None = None) -> Path:
+def build_shared_library(
+    upstream: str, target: CpuTarget = CpuTarget(), output: Path | None = None
+) -> Path:
     """Build (or find in the cache) a shared library for `upstream`; copy it to `output`."""
     key = _fingerprint(upstream, target)
     cached = cache_dir() / f"{key}.so"

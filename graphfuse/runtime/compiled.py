@@ -50,8 +50,7 @@ class CompiledFunction:
         self._function = getattr(self._library, f"_mlir_ciface_{name}")
         self._function.restype = None
         self._scratch = [
-            np.empty(t.get_shape(), memref_abi.storage_dtype(t.get_element_type()))
-            for t in scratch
+            np.empty(t.get_shape(), memref_abi.storage_dtype(t.get_element_type())) for t in scratch
         ]
 
     def __repr__(self) -> str:
@@ -61,9 +60,7 @@ class CompiledFunction:
 
     def _check(self, arrays: Sequence[Any]) -> list[Array]:
         if len(arrays) != len(self.inputs):
-            raise ArgumentError(
-                f"@{self.name} takes {len(self.inputs)} arrays, got {len(arrays)}"
-            )
+            raise ArgumentError(f"@{self.name} takes {len(self.inputs)} arrays, got {len(arrays)}")
         converted: list[Array] = []
         for index, (array, typ) in enumerate(zip(arrays, self.inputs, strict=True)):
             value = np.asarray(array)

@@ -81,7 +81,9 @@ def descriptor(array: Array) -> ctypes.Structure:
     desc.offset = 0
     if array.ndim:
         desc.sizes[:] = array.shape
-        desc.strides[:] = [s // array.itemsize for s in array.strides] if array.size else [0] * array.ndim
+        desc.strides[:] = (
+            [s // array.itemsize for s in array.strides] if array.size else [0] * array.ndim
+        )
     return desc
 
 
