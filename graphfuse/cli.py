@@ -91,21 +91,84 @@ def _describe(array: np.ndarray) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run a function on random inputs in the reference interpreter and summarise results."""
+    """Run a function on random inputs, compiled for the CPU (or in the reference
+    interpreter with --reference); --check compares the two and prints the max error."""
     from graphfuse import reference
 
     module = _load(args.file)
     function = reference.find_function(module, args.entry)
     inputs = reference.random_inputs(function, args.seed)
-    results = reference.run(module, args.entry, *inputs)
-    print(
-        f"@{args.entry} on {len(inputs)} random inputs (seed {args.seed}), reference interpreter:"
-    )
+    expected = reference.run(module, args.entry, *inputs) if args.reference or args.check else ()
+    how = "reference interpreter"
+    results = expected
+    if not args.reference:
+        compiled = _compile(module, args)
+        how = f"compiled for the CPU ({compiled.library_path.name})"
+        got = compiled(*inputs)
+        results = got if isinstance(got, tuple) else (got,)
+    print(f"@{args.entry} on {len(inputs)} random inputs (seed {args.seed}), {how}:")
     if args.show_inputs:
         for index, array in enumerate(inputs):
             print(f"  arg #{index}:    {_describe(array)}")
     for index, array in enumerate(results):
         print(f"  result #{index}: {_describe(array)}")
+    if args.check and not args.reference:
+        return _check_against_reference(results, expected)
+    return 0
+
+
+def _check_against_reference(results: Sequence[np.ndarray], expected: Sequence[np.ndarray]) -> int:
+    error = max(
+        (_relative_error(a, b) for a, b in zip(results, expected, strict=True)), default=0.0
+    )
+    worst = max(
+        (
+            float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64)), initial=0.0))
+            for a, b in zip(results, expected, strict=True)
+        ),
+        default=0.0,
+    )
+    verdict = "ok" if error <= RUN_TOLERANCE else "MISMATCH"
+    print(
+        f"check: max abs error {worst:.3g}, max error relative to the largest value "
+        f"{error:.3g} (tolerance {RUN_TOLERANCE:g}): {verdict}"
+    )
+    return 0 if verdict == "ok" else 1
+
+
+RUN_TOLERANCE = 1e-5
+"""Compiled vs reference: max |difference| / max |reference|, per result."""
+
+
+def _options(args: argparse.Namespace):  # noqa: ANN202
+    from graphfuse.compiler import CompileOptions
+
+    if args.max_depth < 1:
+        raise GraphfuseError(f"--max-depth must be >= 1, got {args.max_depth}")
+    return CompileOptions(fuse=args.fuse, max_depth=args.max_depth, cpu=args.cpu)
+
+
+def _compile(module: ModuleOp, args: argparse.Namespace, output: str | None = None):  # noqa: ANN202
+    from graphfuse.compiler import compile as compile_module
+
+    return compile_module(module, args.entry, options=_options(args), output=output)
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    """Compile a graph file into a shared library, or print one stage with --emit."""
+    from graphfuse.compiler import Stage, lower_to
+
+    module = _load(args.file)
+    if args.emit is not None:
+        text = lower_to(module, Stage(args.emit), _options(args))
+        if args.output:
+            _write_outputs({args.output: text if text.endswith("\n") else text + "\n"})
+        else:
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return 0
+    output = args.output or str(Path(args.file).with_suffix(".so").name)
+    compiled = _compile(module, args, output)
+    print(f"wrote {output}: {compiled!r}".replace(str(compiled.library_path), output))
     return 0
 
 
@@ -220,12 +283,30 @@ def build_parser() -> argparse.ArgumentParser:
     stats = commands.add_parser("stats", help="op counts by fusion kind")
     stats.add_argument("file", help="graph-dialect .mlir file")
     stats.set_defaults(handler=cmd_stats)
-    run = commands.add_parser("run", help="run a function on random inputs (reference)")
+    run = commands.add_parser("run", help="compile and run a function on random inputs")
     run.add_argument("file", help="graph-dialect .mlir file")
-    run.add_argument("--entry", default="main", help="function to run (default: main)")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument(
+        "--random-inputs", action="store_true", help="random inputs (the default and only source)"
+    )
     run.add_argument("--show-inputs", action="store_true", help="summarise the inputs too")
+    run.add_argument("--check", action="store_true", help="compare with the reference interpreter")
+    run.add_argument(
+        "--reference", action="store_true", help="run in the reference interpreter only"
+    )
+    _compile_arguments(run)
     run.set_defaults(handler=cmd_run)
+    compile_ = commands.add_parser("compile", help="compile a graph into a shared library")
+    compile_.add_argument("file", help="graph-dialect .mlir file")
+    compile_.add_argument("-o", "--output", help="the library (default: <file>.so here)")
+    compile_.add_argument(
+        "--emit",
+        choices=["graph", "loop", "upstream", "llvm"],
+        help="print this stage instead of building: fused graph, loop kernels, upstream "
+        "MLIR, optimised LLVM IR",
+    )
+    _compile_arguments(compile_)
+    compile_.set_defaults(handler=cmd_compile)
     fuse = commands.add_parser("fuse", help="fuse a graph into kernels (the graph-fuse pass)")
     fuse.add_argument("file", help="graph-dialect .mlir file")
     fuse.add_argument("-o", "--output", help="write the fused module here (default: stdout)")
@@ -245,6 +326,15 @@ def build_parser() -> argparse.ArgumentParser:
         fuse.add_argument(f"--no-{part}", dest=part, action="store_false", help=f"skip {what}")
     fuse.set_defaults(handler=cmd_fuse)
     return parser
+
+
+def _compile_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--entry", default="main", help="the function (default: main)")
+    parser.add_argument("--max-depth", type=int, default=256, help="most ops per kernel")
+    parser.add_argument(
+        "--no-fuse", dest="fuse", action="store_false", help="every op its own kernel"
+    )
+    parser.add_argument("--cpu", default="native", help="llc -mcpu (default: this machine)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

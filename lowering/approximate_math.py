@@ -11,7 +11,7 @@ expansions only in a test pass; these are written here from the classic approxim
 - erf: the rational minimax approximation on [-4, 4] used by Eigen and XLA (x*P(x^2) /
   Q(x^2), 7 and 5 coefficients; erf(±4) = ±1 in f32; max error 4.2e-7).
 
-    %t = math.tanh %x : f32   ->   select(|x| > 0.625, copysign(1 - 2/(exp(2|x|)+1), x), x + x^3 P(x^2))
+    math.tanh %x -> select(|x| > 0.625, copysign(1 - 2/(exp(2|x|)+1), x), x + x^3 P(x^2))
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ materialises inside itself), so running the function allocates nothing. The attr
     }
   becomes
     loop.kernel @fused_exp {...}
-    func.func @f(%x: memref<8xf32>, %out: memref<8xf32>) attributes {graphfuse.outputs = 1 : i64, ...} {
+    func.func @f(%x: memref<8xf32>, %out: memref<8xf32>) attributes {graphfuse.outputs = 1 ...} {
       loop.call @fused_exp(%x, %out) : memref<8xf32>, memref<8xf32>
       func.return
     }

@@ -26,6 +26,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from graphfuse.dialects import loop
+
 Index = int | SSAValue
 """An index: a known integer, or an `index` value computed in the kernel."""
 
@@ -202,3 +204,12 @@ def _wrap(value: int, typ: IntegerType | IndexType) -> int:
     if isinstance(typ, IntegerType) and typ.width.data == 1:
         return 1 if value else 0
     return value
+
+
+def point_index(nest: loop.ParallelOp | loop.ReduceOp) -> tuple[Index, ...]:
+    """The loop's index tuple, with the known 0 for every dimension of extent 1 (so index
+    maps fold instead of computing with a value that is always 0)."""
+    return tuple(
+        0 if bound == 1 else arg
+        for bound, arg in zip(nest.shape, nest.body.block.args, strict=True)
+    )

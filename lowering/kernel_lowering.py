@@ -36,7 +36,7 @@ from graphfuse.dialects import graph, loop
 from graphfuse.dialects import shape_rules as rules
 from graphfuse.dialects.graph import FusionKind, fusion_kind, tensor_type_of
 from graphfuse.lowering import index_maps
-from graphfuse.lowering.emitter import Emitter, Index, compute_type, is_float
+from graphfuse.lowering.emitter import Emitter, Index, compute_type, is_float, point_index
 from graphfuse.lowering.ranking import emit_ranking
 from graphfuse.lowering.scalar_ops import SCALAR_RULES
 from graphfuse.reference import dense_to_numpy
@@ -83,11 +83,11 @@ def _identity_closed(value: SSAValue, seen: dict[SSAValue, bool]) -> bool:
         user = use.operation
         if isinstance(user, graph.YieldOp):
             continue
-        if fusion_kind(user) != FusionKind.ELEMWISE or any(
-            _shape(r) != _shape(value) for r in user.results
+        if (
+            fusion_kind(user) != FusionKind.ELEMWISE
+            or any(_shape(r) != _shape(value) for r in user.results)
+            or not all(_identity_closed(r, seen) for r in user.results)
         ):
-            ok = False
-        elif not all(_identity_closed(r, seen) for r in user.results):
             ok = False
     seen[value] = ok
     return ok
@@ -195,12 +195,13 @@ class _KernelBuilder:
         nest = loop.ParallelOp(shape)
         self.em.add(nest)
         with self.em.inside(nest.body.block):
-            index = tuple(nest.body.block.args)
+            index = point_index(nest)
             for value, buffers in group:
                 element = tensor_type_of(value).get_element_type()
                 scalar = self._to_storage(self.value_at(value, index), element)
+                indices = [self.em.index_value(i) for i in index]
                 for buffer in buffers:
-                    self.em.add(loop.StoreOp(scalar, buffer, index))
+                    self.em.add(loop.StoreOp(scalar, buffer, indices))
             self.em.add(loop.YieldOp())
 
     def _to_storage(self, scalar: SSAValue, element: Attribute) -> SSAValue:
@@ -343,7 +344,7 @@ class _KernelBuilder:
             return init
         reduce = loop.ReduceOp(kind, bounds, init)
         with em.inside(reduce.body.block):
-            element = body(tuple(reduce.body.block.args))
+            element = body(point_index(reduce))
             em.add(loop.YieldOp(element))
         return em.emit(reduce)
 

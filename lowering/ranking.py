@@ -21,7 +21,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 from graphfuse.dialects import graph, loop
 from graphfuse.dialects import shape_rules as rules
-from graphfuse.lowering.emitter import Emitter, Index, is_float
+from graphfuse.lowering.emitter import Emitter, Index, is_float, point_index
 
 ValueAt = Callable[[SSAValue, Sequence[Index]], SSAValue]
 
@@ -69,9 +69,9 @@ def emit_ranking(
     nest = loop.ParallelOp(shape)
     em.add(nest)
     with em.inside(nest.body.block):
-        index = tuple(nest.body.block.args)
+        index = point_index(nest)
         mine = value_at(op.input, index)
-        position = index[axis]
+        position = em.index_value(index[axis])
 
         def before(others: tuple[Index, ...]) -> SSAValue:
             j = others[0]
@@ -90,7 +90,7 @@ def emit_ranking(
 
         count = loop.ReduceOp(loop.ReduceKind.ADD, [shape[axis]], em.constant(0, i64))
         with em.inside(count.body.block):
-            em.add(loop.YieldOp(before(tuple(count.body.block.args))))
+            em.add(loop.YieldOp(before(tuple(count.body.block.args))))  # j: no folding
         rank = em.emit(arith.IndexCastOp(em.emit(count), IndexType()))
         target = (*index[:axis], rank, *index[axis + 1 :])
         if isinstance(op, graph.SortOp):
