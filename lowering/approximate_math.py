@@ -111,7 +111,7 @@ class ApproximateTanh(RewritePattern):
         if op.operand.type != Float32Type():
             return
         built = _tanh(op.operand)
-        rewriter.replace_op(op, built.ops, [built.ops[-1].results[0]])
+        rewriter.replace(op, built.ops, [built.ops[-1].results[0]])
 
 
 class ApproximateErf(RewritePattern):
@@ -122,7 +122,7 @@ class ApproximateErf(RewritePattern):
         if op.operand.type != Float32Type():
             return
         built = _erf(op.operand)
-        rewriter.replace_op(op, built.ops, [built.ops[-1].results[0]])
+        rewriter.replace(op, built.ops, [built.ops[-1].results[0]])
 
 
 @dataclass(frozen=True)
