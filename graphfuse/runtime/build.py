@@ -25,7 +25,6 @@ MLIR_TO_LLVM_DIALECT = (
     "--loop-invariant-code-motion",
     "--convert-scf-to-cf",
     "--convert-math-to-funcs=convert-ctlz=false",
-    "--arith-expand=include-bf16=true",
     "--expand-strided-metadata",
     "--finalize-memref-to-llvm",
     "--convert-math-to-llvm",
@@ -86,11 +85,23 @@ def _run(stage: str, tool: str, args: list[str], stdin: str | bytes | None = Non
     return done.stdout
 
 
+BF16_EXPANSION = "--arith-expand=include-bf16=true"
+"""bf16 conversions as integer ops (the C runtime may lack __truncsfbf2). Only for modules
+that use bf16: arith-expand also turns maximumf into compare+select, which LLVM will not
+vectorise as a reduction."""
+
+
+def mlir_opt_passes(upstream: str) -> list[str]:
+    passes = list(MLIR_TO_LLVM_DIALECT)
+    if "bf16" in upstream:
+        passes.insert(passes.index("--expand-strided-metadata"), BF16_EXPANSION)
+    return passes
+
+
 def to_llvm_dialect(upstream: str) -> str:
     """Upstream MLIR text -> LLVM dialect text."""
-    return _run(
-        "lowering to the LLVM dialect", "mlir-opt", list(MLIR_TO_LLVM_DIALECT), upstream
-    ).decode()
+    passes = mlir_opt_passes(upstream)
+    return _run("lowering to the LLVM dialect", "mlir-opt", passes, upstream).decode()
 
 
 def to_llvm_ir(upstream: str, target: CpuTarget) -> str:
@@ -117,7 +128,7 @@ def _fingerprint(upstream: str, target: CpuTarget) -> str:
     digest.update(repr((target.triple, target.resolved_cpu(), target.opt_level)).encode())
     for tool in ("mlir-opt", "opt", "llc"):
         digest.update(tool_version(require_tool(tool)).encode())
-    digest.update(" ".join(MLIR_TO_LLVM_DIALECT).encode())
+    digest.update(" ".join(mlir_opt_passes(upstream)).encode())
     digest.update(b"graphfuse-build-1")
     return digest.hexdigest()[:32]
 
