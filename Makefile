@@ -14,11 +14,13 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/graphfuse stats examples/transformer_block.mlir
-	$(BIN)/graphfuse run examples/transformer_block.mlir --seed 0
 	mkdir -p build
 	$(BIN)/graphfuse fuse examples/transformer_block.mlir --report --check \
 		-o build/transformer_block.fused.mlir --dot build/transformer_block.fused.dot
-	@echo "fused module: build/transformer_block.fused.mlir, picture: build/transformer_block.fused.dot"
+	$(BIN)/graphfuse compile examples/transformer_block.mlir -o build/transformer_block.so
+	$(BIN)/graphfuse run examples/transformer_block.mlir --random-inputs --check --time
+	@echo "fused module: build/transformer_block.fused.mlir, picture: build/transformer_block.fused.dot,"
+	@echo "library: build/transformer_block.so"
 
 pytest: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest

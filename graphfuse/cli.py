@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +26,9 @@ from graphfuse.passes.dataflow import functions
 from graphfuse.passes.graph_fuse import front_end, fuse_function
 from graphfuse.passes.graph_fusion_report import kernel_line, summary_line
 from graphfuse.passes.kernel_stats import Summary, kernel_stats
+
+if TYPE_CHECKING:
+    from graphfuse.runtime.compiled import CompiledFunction
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -112,9 +117,38 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"  arg #{index}:    {_describe(array)}")
     for index, array in enumerate(results):
         print(f"  result #{index}: {_describe(array)}")
+    status = 0
     if args.check and not args.reference:
-        return _check_against_reference(results, expected)
-    return 0
+        status = _check_against_reference(results, expected)
+    if args.time and not args.reference:
+        _print_timing(module, args, compiled, inputs)
+    return status
+
+
+def _best_seconds(run: Callable[[], object], budget: float = 1.0) -> float:
+    run()
+    times: list[float] = []
+    while len(times) < 3 or (sum(times) < budget and len(times) < 50):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def _print_timing(
+    module: ModuleOp, args: argparse.Namespace, fused: CompiledFunction, inputs: list[np.ndarray]
+) -> None:
+    """Time the compiled function against the same graph with every op its own kernel."""
+    from graphfuse.compiler import CompileOptions, compile as compile_module
+
+    unfused = compile_module(module, args.entry, options=CompileOptions(fuse=False, cpu=args.cpu))
+    fused_s = _best_seconds(lambda: fused(*inputs))
+    unfused_s = _best_seconds(lambda: unfused(*inputs))
+    print(
+        f"time: fused {fused_s * 1e3:.3f} ms ({fused.kernel_count} kernels), unfused "
+        f"{unfused_s * 1e3:.3f} ms ({unfused.kernel_count} kernels): "
+        f"{unfused_s / fused_s:.2f}x faster fused (best of repeated runs)"
+    )
 
 
 def _check_against_reference(results: Sequence[np.ndarray], expected: Sequence[np.ndarray]) -> int:
@@ -294,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--reference", action="store_true", help="run in the reference interpreter only"
     )
+    run.add_argument("--time", action="store_true", help="time it against every op its own kernel")
     _compile_arguments(run)
     run.set_defaults(handler=cmd_run)
     compile_ = commands.add_parser("compile", help="compile a graph into a shared library")

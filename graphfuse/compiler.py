@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
 
+from graphfuse.dialects import loop
 from graphfuse.parsing import GraphfuseError, make_context, parse_file, verify
 from graphfuse.runtime.build import CpuTarget, build_shared_library, to_llvm_ir
 from graphfuse.runtime.compiled import CompiledFunction
@@ -141,6 +142,7 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     n_out = function.attributes["graphfuse.outputs"].value.data  # type: ignore[attr-defined]
     n_scratch = function.attributes["graphfuse.scratch"].value.data  # type: ignore[attr-defined]
     n_in = len(arg_types) - n_out - n_scratch
+    kernels = sum(1 for op in function.walk() if isinstance(op, loop.CallOp))
     upstream = _to_upstream(module)
     library = build_shared_library(
         upstream, options.target, Path(output) if output is not None else None
@@ -151,4 +153,5 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
         _memrefs(arg_types[:n_in]),
         _memrefs(arg_types[n_in : n_in + n_out]),
         _memrefs(arg_types[n_in + n_out :]),
+        kernels,
     )

@@ -117,6 +117,31 @@ class KernelSignature:
         return [*self.inputs, *self.outputs, *self.scratch]
 
 
+def transposed_operands(fused: graph.FusedOp) -> list[SSAValue]:
+    """Right-hand matmul operands the kernel copies transposed before multiplying.
+
+    `C[m, n] = sum_k A[m, k] * B[k, n]` computed per output point reads B down a column:
+    a cache miss per step. Reading a transposed copy makes both operands contiguous in k,
+    so the sum vectorises; the copy costs one pass over B. Only operands that are kernel
+    inputs or constants qualify (nothing in the kernel has to run before the copy).
+    """
+    chosen: list[SSAValue] = []
+    for op in fused.body.block.ops:
+        if not isinstance(op, graph.MatmulOp) or op.rhs in chosen:
+            continue
+        k, n = _shape(op.rhs)[-2:]
+        is_input = isinstance(op.rhs, BlockArgument) or isinstance(op.rhs.owner, graph.ConstantOp)
+        if is_input and k > 1 and n > 1:
+            chosen.append(op.rhs)
+    return chosen
+
+
+def _transposed_type(value: SSAValue) -> MemRefType[Attribute]:
+    tensor = tensor_type_of(value)
+    *batch, k, n = tensor.get_shape()
+    return MemRefType(tensor.get_element_type(), [*batch, n, k])
+
+
 def kernel_signature(fused: graph.FusedOp) -> KernelSignature:
     yielded = set(_yield(fused).values)
     scratch = [
@@ -125,6 +150,7 @@ def kernel_signature(fused: graph.FusedOp) -> KernelSignature:
         for result in op.results
         if result not in yielded
     ]
+    scratch += [_transposed_type(v) for v in transposed_operands(fused)]
     return KernelSignature(
         [memref_of(v) for v in fused.inputs], [memref_of(r) for r in fused.outputs], scratch
     )
@@ -162,6 +188,7 @@ class _KernelBuilder:
         self.output_args = list(args[n_in : n_in + n_out])
         self.scratch_args = list(args[n_in + n_out :])
         self.buffer_of: dict[SSAValue, SSAValue] = {}
+        self.transposed: dict[SSAValue, SSAValue] = {}
 
     # ---- stages -----------------------------------------------------------------------
 
@@ -171,7 +198,14 @@ class _KernelBuilder:
         for value, buffer in zip(results, self.output_args, strict=True):
             homes.setdefault(value, []).append(buffer)
         scratch = iter(self.scratch_args)
-        for op in materialized_ops(self.fused):
+        materialized = materialized_ops(self.fused)
+        n_materialized = sum(1 for op in materialized for r in op.results if r not in homes)
+        for value, buffer in zip(
+            transposed_operands(self.fused), self.scratch_args[n_materialized:], strict=True
+        ):
+            self.transposed[value] = buffer
+            self._transpose_stage(value, buffer)
+        for op in materialized:
             buffers = [homes.pop(r, None) or [next(scratch)] for r in op.results]
             if isinstance(op, RANKING_OPS):
                 emit_ranking(self.em, op, self.value_at, buffers)
@@ -202,6 +236,19 @@ class _KernelBuilder:
                 indices = [self.em.index_value(i) for i in index]
                 for buffer in buffers:
                     self.em.add(loop.StoreOp(scalar, buffer, indices))
+            self.em.add(loop.YieldOp())
+
+    def _transpose_stage(self, value: SSAValue, buffer: SSAValue) -> None:
+        """buffer[..., n, k] = value[..., k, n]."""
+        nest = loop.ParallelOp(_transposed_type(value).get_shape())
+        self.em.add(nest)
+        with self.em.inside(nest.body.block):
+            index = point_index(nest)
+            element = tensor_type_of(value).get_element_type()
+            source = (*index[:-2], index[-1], index[-2])
+            scalar = self._to_storage(self.value_at(value, source), element)
+            indices = [self.em.index_value(i) for i in index]
+            self.em.add(loop.StoreOp(scalar, buffer, indices))
             self.em.add(loop.YieldOp())
 
     def _to_storage(self, scalar: SSAValue, element: Attribute) -> SSAValue:
@@ -385,7 +432,10 @@ class _KernelBuilder:
 
         def body(k: tuple[Index, ...]) -> SSAValue:
             a = self.value_at(op.lhs, (*lhs_batch, m, k[0]))
-            b = self.value_at(op.rhs, (*rhs_batch, k[0], n))
+            if op.rhs in self.transposed:
+                b = self._load(self.transposed[op.rhs], (*rhs_batch, n, k[0]))
+            else:
+                b = self.value_at(op.rhs, (*rhs_batch, k[0], n))
             return self._multiply(a, b)
 
         return self._accumulate(loop.ReduceKind.ADD, [lhs_shape[-1]], typ, body)

@@ -41,11 +41,14 @@ class CompiledFunction:
         inputs: Sequence[MemRefType[Attribute]],
         outputs: Sequence[MemRefType[Attribute]],
         scratch: Sequence[MemRefType[Attribute]],
+        kernel_count: int = 0,
     ):
         self.library_path = library
         self.name = name
         self.inputs = list(inputs)
         self.outputs = list(outputs)
+        self.kernel_count = kernel_count
+        """How many kernels the function calls."""
         self._library = ctypes.CDLL(str(library))
         self._function = getattr(self._library, f"_mlir_ciface_{name}")
         self._function.restype = None
