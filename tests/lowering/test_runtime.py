@@ -1,0 +1,204 @@
+"""The compiled-function API, the build's diagnostics and cache, and the compile/run CLI."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import graphfuse
+from graphfuse.parsing import GraphfuseError
+from graphfuse.runtime import ArgumentError
+from graphfuse.runtime.build import build_shared_library
+from graphfuse.toolchain import ToolchainError
+from tests.conftest import parse
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+ADD = """func.func @main(%x: tensor<2x3xf32>, %y: tensor<3xf32>) -> tensor<2x3xf32> {
+  %0 = graph.add %x, %y : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %1 = graph.exp %0 : tensor<2x3xf32>
+  func.return %1 : tensor<2x3xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def add_function():
+    return graphfuse.compile(parse(ADD))
+
+
+def test_compiled_function_computes(add_function):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) / 10
+    y = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    np.testing.assert_allclose(add_function(x, y), np.exp(x + y), rtol=1e-6)
+
+
+def test_compiled_function_reports_kernels(add_function):
+    assert add_function.kernel_count == 1
+    assert "@main(2x3xf32, 3xf32) -> (2x3xf32)" in repr(add_function)
+
+
+def test_compiled_function_wrong_count(add_function):
+    with pytest.raises(ArgumentError, match=r"@main takes 2 arrays, got 1"):
+        add_function(np.zeros((2, 3), np.float32))
+
+
+def test_compiled_function_wrong_shape(add_function):
+    with pytest.raises(ArgumentError, match=r"argument #1 has shape \(4,\), expected \(3,\)"):
+        add_function(np.zeros((2, 3), np.float32), np.zeros(4, np.float32))
+
+
+def test_compiled_function_wrong_dtype(add_function):
+    with pytest.raises(ArgumentError, match=r"argument #0 has dtype float64, expected float32"):
+        add_function(np.zeros((2, 3)), np.zeros(3, np.float32))
+
+
+def test_argument_error_is_a_value_error(add_function):
+    with pytest.raises(ValueError):
+        add_function()
+
+
+def test_compile_unknown_target():
+    with pytest.raises(GraphfuseError, match=r"unknown target 'tpu'; valid targets: cpu"):
+        graphfuse.compile(parse(ADD), target="tpu")
+
+
+def test_compile_unknown_entry():
+    with pytest.raises(GraphfuseError, match=r"no function @forward .*@main"):
+        graphfuse.compile(parse(ADD), entry="forward")
+
+
+def test_compile_accepts_a_path():
+    compiled = graphfuse.compile(EXAMPLES / "resnet_block.mlir")
+    assert len(compiled.inputs) == 7
+
+
+def test_build_failure_names_stage_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRAPHFUSE_CACHE_DIR", str(tmp_path / "cache"))
+    output = tmp_path / "out.so"
+    bad = "func.func @f(%a: memref<4xf32>) {\n  %0 = arith.addf %a, %a : f32\n  func.return\n}\n"
+    with pytest.raises(ToolchainError, match=r"lowering to the LLVM dialect failed \(mlir-opt\)"):
+        build_shared_library(bad, output=output)
+    assert not output.exists()
+    assert list((tmp_path / "cache").iterdir()) == []
+
+
+def test_build_is_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRAPHFUSE_CACHE_DIR", str(tmp_path))
+    text = "func.func @f() {\n  func.return\n}\n"
+    first = build_shared_library(text)
+    modified = first.stat().st_mtime_ns
+    second = build_shared_library(text)
+    assert first == second and second.stat().st_mtime_ns == modified
+    assert build_shared_library(text + "\n") != first
+
+
+# ---- the command line --------------------------------------------------------------------
+
+
+def graphfuse_cli(
+    *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "graphfuse.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _one_line_error(run: subprocess.CompletedProcess[str], pattern: str) -> None:
+    assert run.returncode == 1, run.stdout
+    assert "Traceback" not in run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert re.search(pattern, lines[0]), lines[0]
+
+
+def test_cli_compile_writes_library(tmp_path):
+    output = tmp_path / "block.so"
+    run = graphfuse_cli("compile", str(EXAMPLES / "resnet_block.mlir"), "-o", str(output))
+    assert run.returncode == 0, run.stderr
+    assert output.exists() and f"wrote {output}" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("stage", "pattern"),
+    [
+        ("graph", r"graph\.fused \"fused_"),
+        ("loop", r"loop\.kernel @fused_.*\n(.*\n)*.*loop\.parallel"),
+        ("upstream", r"func\.func @main\(.*llvm\.emit_c_interface"),
+        ("llvm", r"define void @_mlir_ciface_main\("),
+    ],
+)
+def test_cli_compile_emits_each_stage(stage, pattern, tmp_path):
+    path = tmp_path / "add.mlir"
+    path.write_text(ADD)
+    run = graphfuse_cli("compile", str(path), "--emit", stage)
+    assert run.returncode == 0, run.stderr
+    assert re.search(pattern, run.stdout), run.stdout[:2000]
+
+
+def test_cli_run_check_prints_max_error():
+    run = graphfuse_cli("run", str(EXAMPLES / "resnet_block.mlir"), "--random-inputs", "--check")
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"check: max abs error \S+, .* \(tolerance 1e-05\): ok", run.stdout)
+
+
+def test_cli_compile_missing_tool_writes_nothing(tmp_path):
+    output = tmp_path / "out.so"
+    path = tmp_path / "add.mlir"
+    path.write_text(ADD)
+    env = {"GRAPHFUSE_MLIR_OPT": str(tmp_path / "no-such-mlir-opt")}
+    run = graphfuse_cli("compile", str(path), "-o", str(output), env=env)
+    _one_line_error(run, r"GRAPHFUSE_MLIR_OPT=.*no-such-mlir-opt does not name an executable")
+    assert not output.exists()
+
+
+def test_cli_compile_failing_stage_writes_nothing(tmp_path):
+    failing = tmp_path / "llc"
+    failing.write_text("#!/bin/sh\necho 'llc: error: out of registers' >&2\nexit 1\n")
+    failing.chmod(failing.stat().st_mode | stat.S_IEXEC)
+    real_llc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from graphfuse.toolchain import find_tool; print(find_tool('llc').path)",
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    # --version must still work for the cache key: answer it like the real llc.
+    failing.write_text(
+        f'#!/bin/sh\nif [ "$1" = "--version" ]; then exec {real_llc} --version; fi\n'
+        "echo 'llc: error: out of registers' >&2\nexit 1\n"
+    )
+    output = tmp_path / "out.so"
+    path = tmp_path / "add.mlir"
+    path.write_text(ADD)
+    env = {"GRAPHFUSE_LLC": str(failing), "GRAPHFUSE_CACHE_DIR": str(tmp_path / "cache")}
+    run = graphfuse_cli("compile", str(path), "-o", str(output), env=env)
+    _one_line_error(run, r"generating machine code failed \(llc\): llc: error: out of registers")
+    assert not output.exists()
+
+
+def test_cli_compile_external_kernel_is_refused(tmp_path):
+    path = tmp_path / "ext.mlir"
+    path.write_text(
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        '  %0 = graph.external "my_kernel"(%x) : (tensor<4xf32>) -> tensor<4xf32>\n'
+        "  func.return %0 : tensor<4xf32>\n}\n"
+    )
+    output = tmp_path / "out.so"
+    run = graphfuse_cli("compile", str(path), "-o", str(output))
+    _one_line_error(run, r"'graph\.external' has no loop lowering")
+    assert not output.exists()
