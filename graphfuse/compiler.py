@@ -95,8 +95,10 @@ def _to_loop(module: ModuleOp) -> None:
 def _to_upstream(module: ModuleOp) -> str:
     from graphfuse.lowering.approximate_math import ApproximateMathPass
     from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
+    from graphfuse.lowering.split_epilogues import SplitEpiloguesPass
 
     ctx = make_context()
+    SplitEpiloguesPass().apply(ctx, module)
     ConvertLoopToUpstreamPass().apply(ctx, module)
     ApproximateMathPass().apply(ctx, module)
     return str(module)

@@ -65,6 +65,12 @@ def _get_convert_loop_to_upstream() -> type[ModulePass]:
     return ConvertLoopToUpstreamPass
 
 
+def _get_split_epilogues() -> type[ModulePass]:
+    from graphfuse.lowering.split_epilogues import SplitEpiloguesPass
+
+    return SplitEpiloguesPass
+
+
 def _get_approximate_math() -> type[ModulePass]:
     from graphfuse.lowering.approximate_math import ApproximateMathPass
 
@@ -84,6 +90,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-graph-to-loop": _get_convert_graph_to_loop,
     "convert-loop-to-upstream": _get_convert_loop_to_upstream,
     "graphfuse-approximate-math": _get_approximate_math,
+    "loop-split-epilogues": _get_split_epilogues,
 }
 
 GRAPHFUSE_UNIVERSE = Universe(all_dialects=ALL_DIALECTS, all_passes=ALL_PASSES)

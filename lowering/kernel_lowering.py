@@ -37,6 +37,7 @@ from graphfuse.dialects import shape_rules as rules
 from graphfuse.dialects.graph import FusionKind, fusion_kind, tensor_type_of
 from graphfuse.lowering import index_maps
 from graphfuse.lowering.emitter import Emitter, Index, compute_type, is_float, point_index
+from graphfuse.lowering.operand_layouts import OperandCopy, copy_for, operand_copies
 from graphfuse.lowering.ranking import emit_ranking
 from graphfuse.lowering.scalar_ops import SCALAR_RULES
 from graphfuse.reference import dense_to_numpy
@@ -117,31 +118,6 @@ class KernelSignature:
         return [*self.inputs, *self.outputs, *self.scratch]
 
 
-def transposed_operands(fused: graph.FusedOp) -> list[SSAValue]:
-    """Right-hand matmul operands the kernel copies transposed before multiplying.
-
-    `C[m, n] = sum_k A[m, k] * B[k, n]` computed per output point reads B down a column:
-    a cache miss per step. Reading a transposed copy makes both operands contiguous in k,
-    so the sum vectorises; the copy costs one pass over B. Only operands that are kernel
-    inputs or constants qualify (nothing in the kernel has to run before the copy).
-    """
-    chosen: list[SSAValue] = []
-    for op in fused.body.block.ops:
-        if not isinstance(op, graph.MatmulOp) or op.rhs in chosen:
-            continue
-        k, n = _shape(op.rhs)[-2:]
-        is_input = isinstance(op.rhs, BlockArgument) or isinstance(op.rhs.owner, graph.ConstantOp)
-        if is_input and k > 1 and n > 1:
-            chosen.append(op.rhs)
-    return chosen
-
-
-def _transposed_type(value: SSAValue) -> MemRefType[Attribute]:
-    tensor = tensor_type_of(value)
-    *batch, k, n = tensor.get_shape()
-    return MemRefType(tensor.get_element_type(), [*batch, n, k])
-
-
 def kernel_signature(fused: graph.FusedOp) -> KernelSignature:
     yielded = set(_yield(fused).values)
     scratch = [
@@ -150,7 +126,7 @@ def kernel_signature(fused: graph.FusedOp) -> KernelSignature:
         for result in op.results
         if result not in yielded
     ]
-    scratch += [_transposed_type(v) for v in transposed_operands(fused)]
+    scratch += [copy.buffer_type() for copy in operand_copies(fused)]
     return KernelSignature(
         [memref_of(v) for v in fused.inputs], [memref_of(r) for r in fused.outputs], scratch
     )
@@ -188,7 +164,8 @@ class _KernelBuilder:
         self.output_args = list(args[n_in : n_in + n_out])
         self.scratch_args = list(args[n_in + n_out :])
         self.buffer_of: dict[SSAValue, SSAValue] = {}
-        self.transposed: dict[SSAValue, SSAValue] = {}
+        self.copies = operand_copies(fused)
+        self.copy_buffers: list[SSAValue] = []
 
     # ---- stages -----------------------------------------------------------------------
 
@@ -200,11 +177,9 @@ class _KernelBuilder:
         scratch = iter(self.scratch_args)
         materialized = materialized_ops(self.fused)
         n_materialized = sum(1 for op in materialized for r in op.results if r not in homes)
-        for value, buffer in zip(
-            transposed_operands(self.fused), self.scratch_args[n_materialized:], strict=True
-        ):
-            self.transposed[value] = buffer
-            self._transpose_stage(value, buffer)
+        self.copy_buffers = self.scratch_args[n_materialized:]
+        for copy, buffer in zip(self.copies, self.copy_buffers, strict=True):
+            self._copy_stage(copy, buffer)
         for op in materialized:
             buffers = [homes.pop(r, None) or [next(scratch)] for r in op.results]
             if isinstance(op, RANKING_OPS):
@@ -238,18 +213,32 @@ class _KernelBuilder:
                     self.em.add(loop.StoreOp(scalar, buffer, indices))
             self.em.add(loop.YieldOp())
 
-    def _transpose_stage(self, value: SSAValue, buffer: SSAValue) -> None:
-        """buffer[..., n, k] = value[..., k, n]."""
-        nest = loop.ParallelOp(_transposed_type(value).get_shape())
-        self.em.add(nest)
-        with self.em.inside(nest.body.block):
+    def _copy_stage(self, copy: OperandCopy, buffer: SSAValue) -> None:
+        """buffer = the operand in the copy's layout (see operand_layouts)."""
+        em = self.em
+        nest = loop.ParallelOp(copy.shape)
+        em.add(nest)
+        with em.inside(nest.body.block):
             index = point_index(nest)
-            element = tensor_type_of(value).get_element_type()
-            source = (*index[:-2], index[-1], index[-2])
-            scalar = self._to_storage(self.value_at(value, source), element)
-            indices = [self.em.index_value(i) for i in index]
-            self.em.add(loop.StoreOp(scalar, buffer, indices))
-            self.em.add(loop.YieldOp())
+            element = tensor_type_of(copy.value).get_element_type()
+            source = copy.source_index(index)
+            if copy.layout == "nhwc_padded":
+                top, left = copy.padding[:2]
+                n, c, h, w = source
+                shifted = (n, c, em.isub(h, top), em.isub(w, left))
+                zero = em.constant(0, compute_type(element))
+                value = self._guarded(copy.value, shifted, zero)
+            else:
+                value = self.value_at(copy.value, source)
+            indices = [em.index_value(i) for i in index]
+            em.add(loop.StoreOp(self._to_storage(value, element), buffer, indices))
+            em.add(loop.YieldOp())
+
+    def _copy_of(
+        self, value: SSAValue, layout: str, padding: Sequence[int] = (0, 0, 0, 0)
+    ) -> SSAValue | None:
+        position = copy_for(self.copies, value, layout, tuple(padding))
+        return None if position is None else self.copy_buffers[position]
 
     def _to_storage(self, scalar: SSAValue, element: Attribute) -> SSAValue:
         if scalar.type == element:
@@ -430,10 +419,12 @@ class _KernelBuilder:
         rhs_batch = index_maps.broadcast(batch, rhs_shape[:-2])
         typ = compute_type(tensor_type_of(op.result).get_element_type())
 
+        transposed = self._copy_of(op.rhs, "transposed")
+
         def body(k: tuple[Index, ...]) -> SSAValue:
             a = self.value_at(op.lhs, (*lhs_batch, m, k[0]))
-            if op.rhs in self.transposed:
-                b = self._load(self.transposed[op.rhs], (*rhs_batch, n, k[0]))
+            if transposed is not None:
+                b = self._load(transposed, (*rhs_batch, n, k[0]))
             else:
                 b = self.value_at(op.rhs, (*rhs_batch, k[0], n))
             return self._multiply(a, b)
@@ -458,6 +449,20 @@ class _KernelBuilder:
         group_base = em.imul(em.idiv(co, out_channels // groups), channels // groups)
         typ = compute_type(tensor_type_of(op.result).get_element_type())
         zero = em.constant(0, typ)
+
+        padded = self._copy_of(op.input, "nhwc_padded", op.padding.get_values())
+        weights = self._copy_of(op.weight, "ohwi")
+        if padded is not None and weights is not None:
+            # Channels innermost, padding already written out: a contiguous dot product.
+            def channels_last(taps: tuple[Index, ...]) -> SSAValue:
+                i, j, c = taps
+                ih = self._window_position(oh, i, sh, dh, 0)
+                iw = self._window_position(ow, j, sw, dw, 0)
+                x = self._load(padded, (n, ih, iw, em.iadd(group_base, c)))
+                return self._multiply(x, self._load(weights, (co, i, j, c)))
+
+            bounds = [kh, kw, group_channels]
+            return self._accumulate(loop.ReduceKind.ADD, bounds, typ, channels_last)
 
         def body(taps: tuple[Index, ...]) -> SSAValue:
             c, i, j = taps

@@ -1,0 +1,107 @@
+"""Operand copies in a layout that makes a kernel's reduction contiguous.
+
+Computing `C[m, n] = sum_k A[m, k] B[k, n]` per output point walks B down a column, and a
+direct NCHW convolution summing over (c, kh, kw) walks the input H*W elements apart per
+channel and tests padding at every tap: neither vectorises. A kernel therefore first copies
+such operands once, in a layout whose innermost dimension is the reduced one:
+
+- matmul right-hand side `[..., K, N]` -> `[..., N, K]` (transposed);
+- conv2d input `[N, C, H, W]` -> `[N, H + pad, W + pad, C]` (NHWC with the zero padding
+  written out, so the sum needs no bounds test);
+- conv2d weight `[O, C/g, KH, KW]` -> `[O, KH, KW, C/g]`.
+
+Each copy costs one pass over the operand, small next to the K- or C*KH*KW-fold reuse.
+Only operands that are kernel inputs or constants are copied: nothing else in the kernel
+must run first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import MemRefType
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+
+from graphfuse.dialects import graph
+from graphfuse.dialects.graph import tensor_type_of
+from graphfuse.lowering.emitter import Index
+
+
+@dataclass(frozen=True)
+class OperandCopy:
+    """One operand copied into `layout`; `padding` is (top, left, bottom, right)."""
+
+    value: SSAValue
+    layout: str
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+    @property
+    def source_shape(self) -> tuple[int, ...]:
+        return tuple(tensor_type_of(self.value).get_shape())
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        s = self.source_shape
+        if self.layout == "transposed":
+            return (*s[:-2], s[-1], s[-2])
+        if self.layout == "nhwc_padded":
+            top, left, bottom, right = self.padding
+            return (s[0], s[2] + top + bottom, s[3] + left + right, s[1])
+        assert self.layout == "ohwi"
+        return (s[0], s[2], s[3], s[1])
+
+    def buffer_type(self) -> MemRefType[Attribute]:
+        return MemRefType(tensor_type_of(self.value).get_element_type(), self.shape)
+
+    def source_index(self, index: Sequence[Index]) -> tuple[Index, ...]:
+        """Where copy element `index` comes from (for nhwc_padded, before removing the
+        padding offset: the caller subtracts it and guards)."""
+        if self.layout == "transposed":
+            return (*index[:-2], index[-1], index[-2])
+        n, h, w, c = index
+        if self.layout == "nhwc_padded":
+            return (n, c, h, w)
+        return (n, c, h, w)  # ohwi: (o, kh, kw, i) -> (o, i, kh, kw)
+
+
+def _is_input(value: SSAValue) -> bool:
+    return isinstance(value, BlockArgument) or isinstance(value.owner, graph.ConstantOp)
+
+
+def _copies_of(op: Operation) -> list[OperandCopy]:
+    if isinstance(op, graph.MatmulOp):
+        k, n = tuple(tensor_type_of(op.rhs).get_shape())[-2:]
+        if _is_input(op.rhs) and k > 1 and n > 1:
+            return [OperandCopy(op.rhs, "transposed")]
+        return []
+    if isinstance(op, graph.Conv2dOp) and _is_input(op.input) and _is_input(op.weight):
+        top, left, bottom, right = op.padding.get_values()
+        return [
+            OperandCopy(op.input, "nhwc_padded", (top, left, bottom, right)),
+            OperandCopy(op.weight, "ohwi"),
+        ]
+    return []
+
+
+def operand_copies(fused: graph.FusedOp) -> list[OperandCopy]:
+    """The copies a kernel makes before its loops, once per (operand, layout)."""
+    copies: list[OperandCopy] = []
+    for op in fused.body.block.ops:
+        for copy in _copies_of(op):
+            if copy not in copies:
+                copies.append(copy)
+    return copies
+
+
+def copy_for(
+    copies: Sequence[OperandCopy],
+    value: SSAValue,
+    layout: str,
+    padding: tuple[int, ...] = (0, 0, 0, 0),
+) -> int | None:
+    """The position of the copy of `value` in `layout` (and padding), if the kernel made one."""
+    for position, copy in enumerate(copies):
+        if copy.value is value and copy.layout == layout and copy.padding == tuple(padding):
+            return position
+    return None
