@@ -11,8 +11,9 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects import func
@@ -139,9 +140,9 @@ def _print_timing(
     module: ModuleOp, args: argparse.Namespace, fused: CompiledFunction, inputs: list[np.ndarray]
 ) -> None:
     """Time the compiled function against the same graph with every op its own kernel."""
-    from graphfuse.compiler import CompileOptions, compile as compile_module
+    from graphfuse.compiler import compile as compile_module
 
-    unfused = compile_module(module, args.entry, options=CompileOptions(fuse=False, cpu=args.cpu))
+    unfused = compile_module(module, args.entry, options=replace(_options(args), fuse=False))
     fused_s = _best_seconds(lambda: fused(*inputs))
     unfused_s = _best_seconds(lambda: unfused(*inputs))
     print(
@@ -179,7 +180,8 @@ def _options(args: argparse.Namespace):  # noqa: ANN202
 
     if args.max_depth < 1:
         raise GraphfuseError(f"--max-depth must be >= 1, got {args.max_depth}")
-    return CompileOptions(fuse=args.fuse, max_depth=args.max_depth, cpu=args.cpu)
+    threads = args.threads if args.threads is not None else CompileOptions().threads
+    return CompileOptions(fuse=args.fuse, max_depth=args.max_depth, cpu=args.cpu, threads=threads)
 
 
 def _compile(module: ModuleOp, args: argparse.Namespace, output: str | None = None):  # noqa: ANN202
@@ -370,6 +372,9 @@ def _compile_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-fuse", dest="fuse", action="store_false", help="every op its own kernel"
     )
     parser.add_argument("--cpu", default="native", help="llc -mcpu (default: this machine)")
+    parser.add_argument(
+        "--threads", type=int, help="workers per parallel loop (default: this machine's cores)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,8 @@ then mlir-opt / mlir-translate / opt (llvm) and llc + the C compiler (a shared l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
@@ -41,10 +42,12 @@ class CompileOptions:
     max_depth: int = 256
     cpu: str = "native"
     opt_level: int = 3
+    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    """Workers for each kernel's parallel loops (default: this machine's cores)."""
 
     @property
     def target(self) -> CpuTarget:
-        return CpuTarget(cpu=self.cpu, opt_level=self.opt_level)
+        return CpuTarget(cpu=self.cpu, opt_level=self.opt_level, threads=self.threads)
 
 
 TARGETS = ("cpu",)
@@ -79,7 +82,7 @@ def lower_to(module: ModuleOp, stage: Stage, options: CompileOptions = CompileOp
     _to_loop(module)
     if stage is Stage.LOOP:
         return str(module)
-    upstream = _to_upstream(module)
+    upstream = _to_upstream(module, options.threads > 1)
     if stage is Stage.UPSTREAM:
         return upstream
     return to_llvm_ir(upstream, options.target)
@@ -92,14 +95,14 @@ def _to_loop(module: ModuleOp) -> None:
     verify(module)
 
 
-def _to_upstream(module: ModuleOp) -> str:
+def _to_upstream(module: ModuleOp, parallel: bool) -> str:
     from graphfuse.lowering.approximate_math import ApproximateMathPass
     from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
     from graphfuse.lowering.split_epilogues import SplitEpiloguesPass
 
     ctx = make_context()
     SplitEpiloguesPass().apply(ctx, module)
-    ConvertLoopToUpstreamPass().apply(ctx, module)
+    ConvertLoopToUpstreamPass(parallel=parallel).apply(ctx, module)
     ApproximateMathPass().apply(ctx, module)
     return str(module)
 
@@ -134,6 +137,8 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
 ) -> CompiledFunction:
     """Compile a graph-dialect module (or .mlir file) and return `entry` as a callable
     taking and returning NumPy arrays. `output` also writes the shared library there."""
+    if options.threads < 1:
+        raise GraphfuseError(f"threads must be at least 1, got {options.threads}")
     if target not in TARGETS:
         raise GraphfuseError(f"unknown target '{target}'; valid targets: {', '.join(TARGETS)}")
     module = load(module_or_path)
@@ -145,7 +150,7 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     n_scratch = function.attributes["graphfuse.scratch"].value.data  # type: ignore[attr-defined]
     n_in = len(arg_types) - n_out - n_scratch
     kernels = sum(1 for op in function.walk() if isinstance(op, loop.CallOp))
-    upstream = _to_upstream(module)
+    upstream = _to_upstream(module, options.threads > 1)
     library = build_shared_library(
         upstream, options.target, Path(output) if output is not None else None
     )

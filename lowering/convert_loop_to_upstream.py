@@ -48,15 +48,19 @@ class ConvertLoopToUpstreamPass(ModulePass):
 
     name = "convert-loop-to-upstream"
 
+    parallel: bool = False
+    """Run the leading dims of each kernel's top-level loops as scf.parallel (for threads:
+    mlir-opt's async-parallel-for, or an OpenMP lowering, picks them up)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for inner in reversed(list(op.walk())):
-            _convert(inner)
+            _convert(inner, self.parallel)
         for function in op.ops:
             if isinstance(function, func.FuncOp) and "graphfuse.outputs" in function.attributes:
                 function.attributes["llvm.emit_c_interface"] = UnitAttr()
 
 
-def _convert(op: Operation) -> None:
+def _convert(op: Operation, parallel: bool) -> None:
     if isinstance(op, loop.LoadOp):
         Rewriter.replace_op(op, memref.LoadOp.get(op.buffer, op.indices))
     elif isinstance(op, loop.StoreOp):
@@ -64,7 +68,7 @@ def _convert(op: Operation) -> None:
     elif isinstance(op, loop.CallOp):
         Rewriter.replace_op(op, func.CallOp(op.callee, op.buffers, []))
     elif isinstance(op, loop.ParallelOp):
-        _lower_nest(op, op.shape, None)
+        _lower_nest(op, op.shape, None, parallel)
     elif isinstance(op, loop.ReduceOp):
         _lower_nest(op, op.shape, op)
     elif isinstance(op, loop.KernelOp):
@@ -81,10 +85,24 @@ def _index(value: int) -> arith.ConstantOp:
     return arith.ConstantOp(IntegerAttr(value, IndexType()))
 
 
+def _parallel_dims(op: loop.ParallelOp | loop.ReduceOp, parallel: bool) -> int:
+    """How many leading dims become one scf.parallel: all but the innermost (kept a plain
+    loop for the vectoriser) of a kernel's top-level loops, when threads are on."""
+    if not parallel or not isinstance(op, loop.ParallelOp) or not op.shape:
+        return 0
+    if not isinstance(op.parent_op(), loop.KernelOp):
+        return 0
+    return max(len(op.shape) - 1, 1)
+
+
 def _lower_nest(
-    op: loop.ParallelOp | loop.ReduceOp, bounds: Sequence[int], reduce: loop.ReduceOp | None
+    op: loop.ParallelOp | loop.ReduceOp,
+    bounds: Sequence[int],
+    reduce: loop.ReduceOp | None,
+    parallel: bool = False,
 ) -> None:
-    """Nested scf.for loops over `bounds` running `op`'s body; a reduction threads its
+    """Loops over `bounds` running `op`'s body: scf.for, with the leading dims of a
+    kernel's top-level loop as one scf.parallel when `parallel`; a reduction threads its
     accumulator through every loop as an iter_arg."""
     body = op.body.block
     terminator = body.last_op
@@ -93,10 +111,20 @@ def _lower_nest(
     _insert_before(zero, op)
     _insert_before(one, op)
     accumulator: SSAValue | None = reduce.init if reduce is not None else None
-    outer: scf.ForOp | None = None
+    outer: Operation | None = None
     parent_block: Block | None = None
     induction: list[SSAValue] = []
-    for bound in bounds:
+    n_parallel = _parallel_dims(op, parallel)
+    if n_parallel:
+        uppers = [_index(b) for b in bounds[:n_parallel]]
+        for upper in uppers:
+            _insert_before(upper, op)
+        par_block = Block(arg_types=[IndexType()] * n_parallel)
+        outer = scf.ParallelOp([zero] * n_parallel, uppers, [one] * n_parallel, Region(par_block))
+        _insert_before(outer, op)
+        induction.extend(par_block.args)
+        parent_block = par_block
+    for bound in bounds[n_parallel:]:
         upper = _index(bound)
         loop_block = Block(arg_types=[IndexType()] + ([accumulator.type] if accumulator else []))
         for_op = scf.ForOp(
@@ -108,7 +136,7 @@ def _lower_nest(
             outer = for_op
         else:
             parent_block.add_ops([upper, for_op])
-            parent_block.add_op(scf.YieldOp(*for_op.results))
+            parent_block.add_op(_end_of(parent_block, for_op.results))
         induction.append(loop_block.args[0])
         accumulator = loop_block.args[1] if reduce is not None else None
         parent_block = loop_block
@@ -134,6 +162,13 @@ def _lower_nest(
     op.erase()
 
 
+def _end_of(block: Block, results: Sequence[SSAValue]) -> Operation:
+    """The terminator of a loop body: scf.reduce in an scf.parallel, else scf.yield."""
+    if isinstance(block.parent_op(), scf.ParallelOp):
+        return scf.ReduceOp()
+    return scf.YieldOp(*results)
+
+
 def _finish_body(
     op: Operation,
     terminator: loop.YieldOp,
@@ -144,7 +179,7 @@ def _finish_body(
     """Ends the innermost loop: combine into the accumulator (reductions) and yield."""
     if reduce is None:
         if target is not None:
-            target.add_op(scf.YieldOp())
+            target.add_op(_end_of(target, []))
         return None
     element = terminator.values[0]
     if target is None:  # a reduction over no dimensions is its element

