@@ -24,7 +24,15 @@ EXAMPLES = int(os.environ.get("GRAPHFUSE_COMPILE_EXAMPLES", "200"))
     suppress_health_check=[HealthCheck.too_slow],
     derandomize=True,
 )
-@given(ops=st.integers(1, 24), seed=st.integers(0, 2**31 - 1), fuse=st.booleans())
-def test_random_graph_compiled_matches_reference(ops: int, seed: int, fuse: bool) -> None:
+@given(
+    ops=st.integers(1, 24),
+    seed=st.integers(0, 2**31 - 1),
+    fuse=st.booleans(),
+    threads=st.sampled_from([1, 2]),
+)
+def test_random_graph_compiled_matches_reference(
+    ops: int, seed: int, fuse: bool, threads: int
+) -> None:
     module = parse(random_graph(ops, seed))
-    compile_and_compare(module, seed=seed % 1000, options=CompileOptions(fuse=fuse))
+    options = CompileOptions(fuse=fuse, threads=threads)
+    compile_and_compare(module, seed=seed % 1000, options=options)

@@ -202,3 +202,29 @@ def test_cli_compile_external_kernel_is_refused(tmp_path):
     run = graphfuse_cli("compile", str(path), "-o", str(output))
     _one_line_error(run, r"'graph\.external' has no loop lowering")
     assert not output.exists()
+
+
+def test_threads_run_top_level_loops_in_parallel():
+    from graphfuse.compiler import CompileOptions, Stage, lower_to
+
+    serial = lower_to(parse(ADD), Stage.UPSTREAM, CompileOptions(threads=1))
+    threaded = lower_to(parse(ADD), Stage.UPSTREAM, CompileOptions(threads=2))
+    assert "scf.parallel" not in serial
+    assert re.search(r"\"?scf\.parallel\"?", threaded) and "scf.reduce" in threaded
+
+
+def test_threads_must_be_positive():
+    from graphfuse.compiler import CompileOptions
+
+    with pytest.raises(GraphfuseError, match=r"threads must be at least 1, got 0"):
+        graphfuse.compile(parse(ADD), options=CompileOptions(threads=0))
+
+
+def test_threaded_and_serial_builds_agree():
+    from graphfuse.compiler import CompileOptions
+
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    y = np.ones(3, np.float32)
+    one = graphfuse.compile(parse(ADD), options=CompileOptions(threads=1))(x, y)
+    two = graphfuse.compile(parse(ADD), options=CompileOptions(threads=2))(x, y)
+    np.testing.assert_array_equal(one, two)
