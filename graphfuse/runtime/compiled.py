@@ -82,12 +82,36 @@ class CompiledFunction:
             converted.append(memref_abi.to_buffer_array(value, element))
         return converted
 
-    def __call__(self, *arrays: Any) -> Array | tuple[Array, ...]:
+    def _outputs(self, out: Any) -> list[Array]:
+        if out is None:
+            return [
+                np.empty(t.get_shape(), memref_abi.storage_dtype(t.get_element_type()))
+                for t in self.outputs
+            ]
+        given = list(out) if isinstance(out, tuple | list) else [out]
+        if len(given) != len(self.outputs):
+            raise ArgumentError(
+                f"@{self.name} has {len(self.outputs)} results, out= gives {len(given)}"
+            )
+        for index, (array, typ) in enumerate(zip(given, self.outputs, strict=True)):
+            dtype = memref_abi.storage_dtype(typ.get_element_type())
+            if memref_abi.user_dtype(typ.get_element_type()) != dtype:
+                raise ArgumentError(f"@{self.name} result #{index} is bf16: out= is not supported")
+            ok = (
+                isinstance(array, np.ndarray) and array.flags.c_contiguous and array.flags.writeable
+            )
+            if not ok or array.dtype != dtype or tuple(array.shape) != tuple(typ.get_shape()):
+                raise ArgumentError(
+                    f"@{self.name} out #{index} must be a writable C-contiguous {dtype} array "
+                    f"of shape {tuple(typ.get_shape())}"
+                )
+        return given
+
+    def __call__(self, *arrays: Any, out: Any = None) -> Array | tuple[Array, ...]:
+        """Run on `arrays`; results go to new arrays, or into `out` (an array or a tuple,
+        one per result) when given, which saves allocating (and first touching) them."""
         inputs = self._check(arrays)
-        outputs = [
-            np.empty(t.get_shape(), memref_abi.storage_dtype(t.get_element_type()))
-            for t in self.outputs
-        ]
+        outputs = self._outputs(out)
         buffers = [*inputs, *outputs, *self._scratch]
         descriptors = [memref_abi.descriptor(b) for b in buffers]
         self._function(*(ctypes.byref(d) for d in descriptors))

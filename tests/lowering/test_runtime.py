@@ -228,3 +228,18 @@ def test_threaded_and_serial_builds_agree():
     one = graphfuse.compile(parse(ADD), options=CompileOptions(threads=1))(x, y)
     two = graphfuse.compile(parse(ADD), options=CompileOptions(threads=2))(x, y)
     np.testing.assert_array_equal(one, two)
+
+
+def test_out_receives_the_results(add_function):
+    x = np.zeros((2, 3), np.float32)
+    y = np.zeros(3, np.float32)
+    out = np.full((2, 3), 7.0, np.float32)
+    result = add_function(x, y, out=out)
+    assert result is out
+    np.testing.assert_array_equal(out, np.ones((2, 3), np.float32))
+
+
+def test_out_of_wrong_shape_is_refused(add_function):
+    x, y = np.zeros((2, 3), np.float32), np.zeros(3, np.float32)
+    with pytest.raises(ArgumentError, match=r"out #0 must be a writable C-contiguous float32"):
+        add_function(x, y, out=np.empty((3, 2), np.float32))
