@@ -9,10 +9,12 @@ stack buffer, and a second loop, now free of reductions, runs the epilogue vecto
 
     loop.parallel [M, N] {^(%m, %n): %acc = loop.reduce ...; <epilogue>; loop.store ...}
   ->
-    %row = memref.alloca() : memref<Nxf32>
     loop.parallel [M] {^(%m):
-      loop.parallel [N] {^(%n): %acc = loop.reduce ...; loop.store %acc, %row[%n]}
-      loop.parallel [N] {^(%n): %acc = loop.load %row[%n]; <epilogue>; loop.store ...}
+      memref.alloca_scope {
+        %row = memref.alloca() : memref<Nxf32>
+        loop.parallel [N] {^(%n): %acc = loop.reduce ...; loop.store %acc, %row[%n]}
+        loop.parallel [N] {^(%n): %acc = loop.load %row[%n]; <epilogue>; loop.store ...}
+      }
     }
 
 Both loops are clones of the original body; what each does not need is dead and removed
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, math, memref
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from graphfuse.dialects import loop
@@ -82,19 +84,20 @@ def _clone_body(
     return mapping
 
 
-def split(nest: loop.ParallelOp, kernel_block: Block) -> None:
+def split(nest: loop.ParallelOp) -> None:
     shape = nest.shape
     length = shape[-1]
     reduces = [op for op in nest.body.block.ops if isinstance(op, loop.ReduceOp)]
+    outer = loop.ParallelOp(shape[:-1])
+    outer_args = tuple(outer.body.block.args)
+    # The rows live on the stack of each outer iteration (an alloca scope), so parallel
+    # iterations never share one.
+    scope_block = Block()
     rows: list[SSAValue] = []
     for reduce in reduces:
         alloca = memref.AllocaOp.get(reduce.result.type, shape=[length], alignment=64)
-        first = kernel_block.first_op
-        assert first is not None
-        kernel_block.insert_op_before(alloca, first)
+        scope_block.add_op(alloca)
         rows.append(alloca.memref)
-    outer = loop.ParallelOp(shape[:-1])
-    outer_args = tuple(outer.body.block.args)
     accumulate = loop.ParallelOp([length])
     mapping = _clone_body(nest, outer_args, accumulate.body.block.args[0], accumulate.body.block)
     for op in list(accumulate.body.block.ops):
@@ -116,7 +119,9 @@ def split(nest: loop.ParallelOp, kernel_block: Block) -> None:
         cloned.detach()
         cloned.erase()
     epilogue.body.block.add_op(loop.YieldOp())
-    outer.body.block.add_ops([accumulate, epilogue, loop.YieldOp()])
+    scope_block.add_ops([accumulate, epilogue, memref.AllocaScopeReturnOp.build(operands=[[]])])
+    scope = memref.AllocaScopeOp.build(regions=[Region(scope_block)], result_types=[[]])
+    outer.body.block.add_ops([scope, loop.YieldOp()])
     parent = nest.parent_block()
     assert parent is not None
     parent.insert_op_before(outer, nest)
@@ -137,4 +142,4 @@ class SplitEpiloguesPass(ModulePass):
             block = kernel.body.block
             for nest in [n for n in block.ops if isinstance(n, loop.ParallelOp)]:
                 if splittable(nest):
-                    split(nest, block)
+                    split(nest)

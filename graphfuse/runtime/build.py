@@ -109,7 +109,8 @@ def mlir_opt_passes(upstream: str, threads: int = 1) -> list[str]:
     if "bf16" in upstream:
         passes.insert(passes.index("--expand-strided-metadata"), BF16_EXPANSION)
     if threads > 1 and "scf.parallel" in upstream:
-        parallel_for = f"--async-parallel-for=num-workers={threads}"
+        # Iterations of a kernel's outer loop are rows, not scalars: split even short loops.
+        parallel_for = f"--async-parallel-for=num-workers={threads} min-task-size=1"
         passes[passes.index("--convert-scf-to-cf") : passes.index("--convert-scf-to-cf")] = [
             parallel_for,
             *ASYNC_PASSES,

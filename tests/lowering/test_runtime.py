@@ -243,3 +243,23 @@ def test_out_of_wrong_shape_is_refused(add_function):
     x, y = np.zeros((2, 3), np.float32), np.zeros(3, np.float32)
     with pytest.raises(ArgumentError, match=r"out #0 must be a writable C-contiguous float32"):
         add_function(x, y, out=np.empty((3, 2), np.float32))
+
+
+MATMUL_TANH = """func.func @main(%a: tensor<512x64xf32>, %b: tensor<64x48xf32>) -> tensor<512x48xf32> {
+  %0 = graph.matmul %a, %b : (tensor<512x64xf32>, tensor<64x48xf32>) -> tensor<512x48xf32>
+  %1 = graph.tanh %0 : tensor<512x48xf32>
+  func.return %1 : tensor<512x48xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_split_epilogue_rows_are_private_to_each_thread(threads):
+    """The epilogue's row buffer is per outer iteration: parallel rows never share it."""
+    from graphfuse.compiler import CompileOptions, Stage, lower_to
+    from tests.lowering.compare import compile_and_compare
+
+    module = parse(MATMUL_TANH)
+    assert "memref.alloca_scope" in lower_to(parse(MATMUL_TANH), Stage.UPSTREAM)
+    for seed in range(5):
+        compile_and_compare(module, seed=seed, options=CompileOptions(threads=threads))
