@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, StringAttr, TensorType, i64
 from xdsl.ir import Attribute, Block, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -46,7 +46,7 @@ class ConvertGraphToLoopPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         pool = GlobalPool()
-        names = _KernelNames()
+        names = _KernelNames(op)
         for function in list(functions(op)):
             kernels = _FunctionLowering(function, pool, names).run()
             for kernel in kernels:
@@ -58,15 +58,23 @@ class ConvertGraphToLoopPass(ModulePass):
 
 
 class _KernelNames:
-    """Unique kernel symbols: repeated names get `_1`, `_2`, ... suffixes."""
+    """Unique kernel symbols: a name already taken (by a kernel or any other symbol of the
+    module) gets the first free `_1`, `_2`, ... suffix."""
 
-    def __init__(self) -> None:
-        self.seen: dict[str, int] = {}
+    def __init__(self, module: ModuleOp) -> None:
+        self.taken: set[str] = set()
+        for op in module.ops:
+            name = op.properties.get("sym_name") or op.attributes.get("sym_name")
+            if isinstance(name, StringAttr):
+                self.taken.add(name.data)
 
     def fresh(self, name: str) -> str:
-        count = self.seen.get(name, 0)
-        self.seen[name] = count + 1
-        return name if count == 0 else f"{name}_{count}"
+        candidate, count = name, 0
+        while candidate in self.taken:
+            count += 1
+            candidate = f"{name}_{count}"
+        self.taken.add(candidate)
+        return candidate
 
 
 class _FunctionLowering:

@@ -461,3 +461,26 @@ func.func @no_loop_lowering(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   }
   func.return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// Kernel symbols never clash: a name the module already uses (the function @fused_exp)
+// or an earlier kernel took gets the first free suffix.
+// CHECK-LABEL: loop.kernel @fused_exp_1
+// CHECK: loop.kernel @fused_exp_2
+// CHECK: func.func @fused_exp(
+// CHECK-NEXT: loop.call @fused_exp_1(
+// CHECK-NEXT: loop.call @fused_exp_2(
+func.func @fused_exp(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = graph.fused "fused_exp"(%x) kind = elemwise : (tensor<8xf32>) -> tensor<8xf32> {
+  ^bb0(%a: tensor<8xf32>):
+    %e = graph.exp %a : tensor<8xf32>
+    graph.yield %e : tensor<8xf32>
+  }
+  %1 = graph.fused "fused_exp"(%0) kind = elemwise : (tensor<8xf32>) -> tensor<8xf32> {
+  ^bb0(%b: tensor<8xf32>):
+    %f = graph.exp %b : tensor<8xf32>
+    graph.yield %f : tensor<8xf32>
+  }
+  func.return %1 : tensor<8xf32>
+}
