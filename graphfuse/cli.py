@@ -107,6 +107,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     expected = reference.run(module, args.entry, *inputs) if args.reference or args.check else ()
     how = "reference interpreter"
     results = expected
+    compiled: CompiledFunction | None = None
     if not args.reference:
         compiled = _compile(module, args)
         how = f"compiled for the CPU ({compiled.library_path.name})"
@@ -121,7 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     status = 0
     if args.check and not args.reference:
         status = _check_against_reference(results, expected)
-    if args.time and not args.reference:
+    if args.time and compiled is not None:
         _print_timing(module, args, compiled, inputs)
     return status
 

@@ -14,7 +14,7 @@ from enum import Enum
 from pathlib import Path
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
 
@@ -119,6 +119,13 @@ def _entry(module: ModuleOp, entry: str) -> func.FuncOp:
     )
 
 
+def _count_attribute(function: func.FuncOp, name: str) -> int:
+    """A buffer count convert-graph-to-loop records on the function as an integer attribute."""
+    attr = function.attributes[name]
+    assert isinstance(attr, IntegerAttr), f"{name} on @{function.sym_name.data} is not an integer"
+    return attr.value.data
+
+
 def _memrefs(types: tuple[Attribute, ...] | list[Attribute]) -> list[MemRefType[Attribute]]:
     result: list[MemRefType[Attribute]] = []
     for typ in types:
@@ -146,8 +153,8 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     lower_to(module, Stage.LOOP, options)
     function = _entry(module, entry)
     arg_types = list(function.function_type.inputs.data)
-    n_out = function.attributes["graphfuse.outputs"].value.data  # type: ignore[attr-defined]
-    n_scratch = function.attributes["graphfuse.scratch"].value.data  # type: ignore[attr-defined]
+    n_out = _count_attribute(function, "graphfuse.outputs")
+    n_scratch = _count_attribute(function, "graphfuse.scratch")
     n_in = len(arg_types) - n_out - n_scratch
     kernels = sum(1 for op in function.walk() if isinstance(op, loop.CallOp))
     upstream = _to_upstream(module, options.threads > 1)

@@ -13,12 +13,13 @@ through `_mlir_ciface_<name>`. The output is plain upstream MLIR; `mlir-opt` par
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, ModuleOp, UnitAttr
+from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
@@ -26,14 +27,12 @@ from xdsl.rewriter import Rewriter
 from graphfuse.dialects import loop
 from graphfuse.lowering.emitter import is_float
 
-_COMBINE = {
-    (loop.ReduceKind.ADD, True): lambda a, b: arith.AddfOp(
-        a, b, arith.FastMathFlagsAttr(["reassoc", "contract"])
-    ),
+_REASSOC = (FastMathFlag.REASSOC, FastMathFlag.ALLOW_CONTRACT)
+
+_COMBINE: dict[tuple[loop.ReduceKind, bool], Callable[[SSAValue, SSAValue], Operation]] = {
+    (loop.ReduceKind.ADD, True): lambda a, b: arith.AddfOp(a, b, arith.FastMathFlagsAttr(_REASSOC)),
     (loop.ReduceKind.ADD, False): arith.AddiOp,
-    (loop.ReduceKind.MUL, True): lambda a, b: arith.MulfOp(
-        a, b, arith.FastMathFlagsAttr(["reassoc", "contract"])
-    ),
+    (loop.ReduceKind.MUL, True): lambda a, b: arith.MulfOp(a, b, arith.FastMathFlagsAttr(_REASSOC)),
     (loop.ReduceKind.MUL, False): arith.MuliOp,
     (loop.ReduceKind.MAX, True): arith.MaximumfOp,
     (loop.ReduceKind.MAX, False): arith.MaxSIOp,

@@ -10,7 +10,7 @@ known integers so a static index map costs no instructions.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Generator, Hashable
 from contextlib import contextmanager
 
 from xdsl.dialects import arith
@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.utils.hints import isa
 
 from graphfuse.dialects import loop
 
@@ -67,7 +68,7 @@ class Emitter:
         self.block.add_op(op)
 
     @contextmanager
-    def inside(self, block: Block) -> Iterator[None]:
+    def inside(self, block: Block) -> Generator[None, None, None]:
         """Emit into `block` (a loop body) with a fresh scope for reused values."""
         saved = self.block
         self.block = block
@@ -94,12 +95,12 @@ class Emitter:
         key = (typ, value)
         if key in self._constants:
             return self._constants[key]
-        if is_float(typ):
-            attr: Attribute = FloatAttr(float(value), typ)  # type: ignore[arg-type]
+        if isinstance(typ, AnyFloat):
+            attr: FloatAttr | IntegerAttr = FloatAttr(float(value), typ)
         else:
-            assert isinstance(typ, IntegerType | IndexType)
+            assert isa(typ, IntegerType | IndexType)
             attr = IntegerAttr(_wrap(int(value), typ), typ)
-        result = self.hoist(arith.ConstantOp(attr))  # type: ignore[arg-type]
+        result = self.hoist(arith.ConstantOp(attr))
         self._constants[key] = result
         return result
 
@@ -194,7 +195,7 @@ class Emitter:
 
 
 def _int_min(typ: Attribute) -> int:
-    assert isinstance(typ, IntegerType)
+    assert isa(typ, IntegerType)
     width = typ.width.data
     return 0 if width == 1 else -(1 << (width - 1))
 

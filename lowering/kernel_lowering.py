@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar, TypeVar
 
 import numpy as np
 from xdsl.dialects import arith, memref
@@ -146,6 +147,27 @@ def lower_kernel(fused: graph.FusedOp, name: str, pool: GlobalPool) -> loop.Kern
     return kernel
 
 
+_OpT = TypeVar("_OpT", bound=Operation)
+
+ValueRule = Callable[["_KernelBuilder", Operation, tuple[Index, ...]], SSAValue]
+"""Computes one element of a non-elementwise op's result at an index."""
+
+
+def _value_rule(
+    op_type: type[_OpT], method: Callable[[_KernelBuilder, _OpT, tuple[Index, ...]], SSAValue]
+) -> tuple[type[Operation], ValueRule]:
+    """A `VALUE_RULES` entry running `method` on ops of `op_type`.
+
+    The table holds one rule type, taking any op; `_compute` picks a rule by the op's type
+    or a base of it, so the narrowing assert holds."""
+
+    def rule(builder: _KernelBuilder, op: Operation, index: tuple[Index, ...]) -> SSAValue:
+        assert isinstance(op, op_type)
+        return method(builder, op, index)
+
+    return op_type, rule
+
+
 class _KernelBuilder:
     def __init__(
         self,
@@ -162,7 +184,7 @@ class _KernelBuilder:
         region_args = fused.body.block.args
         self.inputs: dict[SSAValue, SSAValue] = dict(zip(region_args, args[:n_in], strict=True))
         self.output_args = list(args[n_in : n_in + n_out])
-        self.scratch_args = list(args[n_in + n_out :])
+        self.scratch_args: list[SSAValue] = list(args[n_in + n_out :])
         self.buffer_of: dict[SSAValue, SSAValue] = {}
         self.copies = operand_copies(fused)
         self.copy_buffers: list[SSAValue] = []
@@ -263,9 +285,9 @@ class _KernelBuilder:
         if rule is not None:
             args = [self.value_at(v, index_maps.broadcast(index, _shape(v))) for v in op.operands]
             return rule(self.em, op, args)
-        method = _VALUE_RULES.get(type(op))
+        method = self.VALUE_RULES.get(type(op))
         if method is None:
-            for base, fallback in _VALUE_RULES.items():
+            for base, fallback in self.VALUE_RULES.items():
                 if isinstance(op, base):
                     method = fallback
         if method is None:
@@ -285,7 +307,7 @@ class _KernelBuilder:
     # ---- data movement ----------------------------------------------------------------
 
     def _constant(self, op: graph.ConstantOp, index: tuple[Index, ...]) -> SSAValue:
-        element = op.value.get_type().get_element_type()
+        element = tensor_type_of(op.value.get_type()).get_element_type()
         array = dense_to_numpy(op.value)
         flat = array.reshape(-1)
         if flat.size > 0 and bool(np.all(flat == flat[0])):
@@ -389,12 +411,13 @@ class _KernelBuilder:
         axes = rules.normalize_axes(op.axes.get_values(), len(in_shape))
         keepdims = op.keepdims is not None
         typ = compute_type(tensor_type_of(op.result).get_element_type())
-        kind = {
+        kinds: dict[type[graph.ReduceOp], loop.ReduceKind] = {
             graph.ReduceSumOp: loop.ReduceKind.ADD,
             graph.ReduceMeanOp: loop.ReduceKind.ADD,
             graph.ReduceMaxOp: loop.ReduceKind.MAX,
             graph.ReduceMinOp: loop.ReduceKind.MIN,
-        }[type(op)]
+        }
+        kind = kinds[type(op)]
 
         def body(loop_index: tuple[Index, ...]) -> SSAValue:
             return self.value_at(
@@ -514,6 +537,23 @@ class _KernelBuilder:
         count = self._accumulate(loop.ReduceKind.ADD, [kh, kw], typ, counted)
         return em.emit(arith.DivfOp(total, count))
 
+    VALUE_RULES: ClassVar[dict[type[Operation], ValueRule]] = dict(
+        [
+            _value_rule(graph.ConstantOp, _constant),
+            _value_rule(graph.BroadcastToOp, _broadcast_to),
+            _value_rule(graph.ReshapeOp, _reshape),
+            _value_rule(graph.TransposeOp, _transpose),
+            _value_rule(graph.SliceOp, _slice),
+            _value_rule(graph.PadOp, _pad),
+            _value_rule(graph.ConcatOp, _concat),
+            _value_rule(graph.ReduceOp, _reduce),
+            _value_rule(graph.MatmulOp, _matmul),
+            _value_rule(graph.Conv2dOp, _conv2d),
+            _value_rule(graph.Pool2dOp, _pool),
+        ]
+    )
+    """Non-elementwise graph op type -> how to compute one element of its result."""
+
 
 def _reduced_index(
     out: Sequence[Index],
@@ -534,19 +574,3 @@ def _reduced_index(
         else:
             result.append(next(outer))
     return tuple(result)
-
-
-_VALUE_RULES = {
-    graph.ConstantOp: _KernelBuilder._constant,
-    graph.BroadcastToOp: _KernelBuilder._broadcast_to,
-    graph.ReshapeOp: _KernelBuilder._reshape,
-    graph.TransposeOp: _KernelBuilder._transpose,
-    graph.SliceOp: _KernelBuilder._slice,
-    graph.PadOp: _KernelBuilder._pad,
-    graph.ConcatOp: _KernelBuilder._concat,
-    graph.ReduceOp: _KernelBuilder._reduce,
-    graph.MatmulOp: _KernelBuilder._matmul,
-    graph.Conv2dOp: _KernelBuilder._conv2d,
-    graph.Pool2dOp: _KernelBuilder._pool,
-}
-"""Non-elementwise graph op type -> how to compute one element of its result."""

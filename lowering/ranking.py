@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerType, i64
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType, i64
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.utils.hints import isa
 
 from graphfuse.dialects import graph, loop
 from graphfuse.dialects import shape_rules as rules
@@ -109,7 +110,9 @@ def _store_all(
 
 
 def _storage(em: Emitter, value: SSAValue, buffer: SSAValue) -> SSAValue:
-    element = buffer.type.get_element_type()  # type: ignore[attr-defined]
+    buffer_type = buffer.type
+    assert isa(buffer_type, MemRefType[Attribute]), "ranking results are stored to memrefs"
+    element = buffer_type.get_element_type()
     return value if value.type == element else em.emit(arith.TruncFOp(value, element))
 
 

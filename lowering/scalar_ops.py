@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import AnyFloat, IntegerType
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.utils.hints import isa
 
 from graphfuse.dialects import graph
 from graphfuse.lowering.emitter import Emitter, compute_type, is_float
@@ -130,8 +131,9 @@ def convert_scalar(em: Emitter, x: SSAValue, element: Attribute) -> SSAValue:
             converted = em.emit(arith.ExtFOp(em.emit(arith.TruncFOp(converted, element)), target))
         return converted
     if is_float(x.type):
+        assert isa(target, IntegerType), "graph elements are floats or signless integers"
         return em.emit(arith.FPToSIOp(x, target))
-    if is_float(target):
+    if isinstance(target, AnyFloat):
         unsigned = x.type == IntegerType(1)
         return em.emit(arith.UIToFPOp(x, target) if unsigned else arith.SIToFPOp(x, target))
     return _int_to_int(em, x, target)
@@ -147,8 +149,9 @@ def _float_to_float(em: Emitter, x: SSAValue, target: Attribute) -> SSAValue:
 
 
 def _int_to_int(em: Emitter, x: SSAValue, target: Attribute) -> SSAValue:
-    assert isinstance(x.type, IntegerType) and isinstance(target, IntegerType)
-    source_width, target_width = x.type.width.data, target.width.data
+    source_type = x.type
+    assert isa(source_type, IntegerType) and isa(target, IntegerType)
+    source_width, target_width = source_type.width.data, target.width.data
     if source_width == target_width:
         return x
     if source_width > target_width:

@@ -22,7 +22,7 @@ fusion is printed, one `//` line each, ahead of the module so the output still p
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import reduce
@@ -45,7 +45,7 @@ from graphfuse.passes.post_dominators import combine
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused() -> Generator[None, None, None]:
     """Pause CPython's cycle collector while IR is rebuilt.
 
     Outlining creates and drops many IR objects; each automatic collection rescans the whole
