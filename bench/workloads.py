@@ -64,9 +64,10 @@ def mlp(tokens: int = 512, width: int = 768, hidden: int = 3072) -> str:
 
 def _conv_bn(name: str, source: str, batch: int, channels: int, size: int) -> tuple[str, str]:
     x, w, c = _t(batch, channels, size, size), _t(channels, channels, 3, 3), _t(channels)
-    text = f"""  %{name}_c = graph.conv2d %{source}, %{name}_w padding = [1, 1, 1, 1] : ({x}, {w}) -> {x}
-  %{name} = graph.batch_norm %{name}_c, %{name}_g, %{name}_b, %{name}_m, %{name}_v epsilon = 1.0e-05 : ({x}, {c}, {c}, {c}, {c}) -> {x}
-"""
+    conv = f"graph.conv2d %{source}, %{name}_w padding = [1, 1, 1, 1] : ({x}, {w}) -> {x}"
+    stats = f"%{name}_c, %{name}_g, %{name}_b, %{name}_m, %{name}_v epsilon = 1.0e-05"
+    bn = f"graph.batch_norm {stats} : ({x}, {c}, {c}, {c}, {c}) -> {x}"
+    text = f"  %{name}_c = {conv}\n  %{name} = {bn}\n"
     args = f"%{name}_w: {w}, %{name}_g: {c}, %{name}_b: {c}, %{name}_m: {c}, %{name}_v: {c}"
     return text, args
 
