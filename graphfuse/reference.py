@@ -147,8 +147,10 @@ def divide(a: Array, b: Array) -> Array:
     if np.issubdtype(a.dtype, np.floating):
         return a / b
     safe_b = np.where(b == 0, 1, b)
-    quotient = np.abs(a) // np.abs(safe_b)
-    return np.where((a < 0) != (safe_b < 0), -quotient, quotient)
+    # a - fmod(a, b) is an exact multiple of b no larger than |a|, so floor division of it
+    # truncates and nothing overflows (np.abs(INT_MIN) would).
+    with np.errstate(over="ignore"):
+        return (a - np.fmod(a, safe_b)) // safe_b
 
 
 def cast(x: Array, element_type: Attribute) -> Array:

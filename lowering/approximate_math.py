@@ -11,7 +11,7 @@ expansions only in a test pass; these are written here from the classic approxim
 - erf: the rational minimax approximation on [-4, 4] used by Eigen and XLA (x*P(x^2) /
   Q(x^2), 7 and 5 coefficients; erf(±4) = ±1 in f32; max error 4.2e-7).
 
-    math.tanh %x -> select(|x| > 0.625, copysign(1 - 2/(exp(2|x|)+1), x), x + x^3 P(x^2))
+    math.tanh %x -> copysign(select(|x| > 0.625, 1 - 2/(exp(2|x|)+1), |x| + |x|^3 P(x^2)), x)
 """
 
 from __future__ import annotations
@@ -83,13 +83,14 @@ def _tanh(x: SSAValue) -> _Builder:
     ax = b.add(math.AbsFOp(x))
     s = b.add(math.ExpOp(b.add(arith.MulfOp(two, ax))))
     large = b.add(arith.SubfOp(one, b.add(arith.DivfOp(two, b.add(arith.AddfOp(s, one))))))
-    signed = b.add(math.CopySignOp(large, x))
     z = b.add(arith.MulfOp(x, x))
     small = b.add(
-        arith.AddfOp(b.add(arith.MulfOp(b.add(arith.MulfOp(b.horner(z, _TANH_SMALL), z)), x)), x)
+        arith.AddfOp(b.add(arith.MulfOp(b.add(arith.MulfOp(b.horner(z, _TANH_SMALL), z)), ax)), ax)
     )
     is_large = b.add(arith.CmpfOp(ax, b.const(0.625), "ogt"))
-    b.add(arith.SelectOp(is_large, signed, small))
+    magnitude = b.add(arith.SelectOp(is_large, large, small))
+    # The sign goes on last, so tanh(-0.0) is -0.0 (adding a +0.0 correction would drop it).
+    b.add(math.CopySignOp(magnitude, x))
     return b
 
 

@@ -8,7 +8,8 @@
 Float sums carry the `reassoc` fast-math flag: `loop.reduce` leaves the order of combination
 open, and LLVM vectorises a reduction only when it may reassociate. Functions that take
 buffers from the graph conversion get `llvm.emit_c_interface`, so C and Python can call them
-through `_mlir_ciface_<name>`. The output is plain upstream MLIR; `mlir-opt` parses it.
+through `_mlir_ciface_<name>`. i1 buffers become byte buffers (see bool_buffers). The
+output is plain upstream MLIR; `mlir-opt` parses it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from graphfuse.dialects import loop
+from graphfuse.lowering.bool_buffers import store_bools_as_bytes
 from graphfuse.lowering.emitter import is_float
 
 _REASSOC = (FastMathFlag.REASSOC, FastMathFlag.ALLOW_CONTRACT)
@@ -54,6 +56,7 @@ class ConvertLoopToUpstreamPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for inner in reversed(list(op.walk())):
             _convert(inner, self.parallel)
+        store_bools_as_bytes(op)
         for function in op.ops:
             if isinstance(function, func.FuncOp) and "graphfuse.outputs" in function.attributes:
                 function.attributes["llvm.emit_c_interface"] = UnitAttr()

@@ -332,30 +332,42 @@ class _KernelBuilder:
         )
         return self.value_at(op.input, mapped)
 
-    def _guarded(self, value: SSAValue, index: Sequence[Index], fill: SSAValue) -> SSAValue:
+    def _guarded(
+        self,
+        value: SSAValue,
+        index: Sequence[Index],
+        fill: SSAValue,
+        checked: Sequence[bool] | None = None,
+    ) -> SSAValue:
         """value[index] where index is inside value's shape, else `fill` (branch-free: the
-        load uses a clamped index and a select picks the answer)."""
+        load uses a clamped index and a select picks the answer). Only dims whose entry
+        in `checked` is true (all by default) can leave the shape."""
         em = self.em
         shape = _shape(value)
+        checked = checked or [True] * len(shape)
         inside: SSAValue | bool = True
-        for i, dim in zip(index, shape, strict=True):
-            inside = em.both(inside, em.in_range(i, 0, dim))
+        for i, dim, check in zip(index, shape, checked, strict=True):
+            if check:
+                inside = em.both(inside, em.in_range(i, 0, dim))
         if inside is False:
             return fill
-        clamped = tuple(em.iclamp(i, dim) for i, dim in zip(index, shape, strict=True))
+        clamped = tuple(
+            em.iclamp(i, dim) if check else i
+            for i, dim, check in zip(index, shape, checked, strict=True)
+        )
         loaded = self.value_at(value, clamped)
         if inside is True:
             return loaded
         return em.emit(arith.SelectOp(inside, loaded, fill))
 
     def _pad(self, op: graph.PadOp, index: tuple[Index, ...]) -> SSAValue:
-        shifted = tuple(
-            self.em.isub(i, low) for i, low in zip(index, op.low.get_values(), strict=True)
-        )
+        lows, highs = op.low.get_values(), op.high.get_values()
+        shifted = tuple(self.em.isub(i, low) for i, low in zip(index, lows, strict=True))
         element = compute_type(tensor_type_of(op.result).get_element_type())
         fill_value = op.value.value.data
         fill = self.em.constant(fill_value if is_float(element) else int(fill_value), element)
-        return self._guarded(op.input, shifted, fill)
+        padded = [low != 0 or high != 0 for low, high in zip(lows, highs, strict=True)]
+        return self._guarded(op.input, shifted, fill, padded)
 
     def _concat(self, op: graph.ConcatOp, index: tuple[Index, ...]) -> SSAValue:
         em = self.em
@@ -408,7 +420,8 @@ class _KernelBuilder:
 
     def _reduce(self, op: graph.ReduceOp, index: tuple[Index, ...]) -> SSAValue:
         in_shape = _shape(op.input)
-        axes = rules.normalize_axes(op.axes.get_values(), len(in_shape))
+        # Sorted: the loop over reduced dims follows dim order, as _reduced_index reads it.
+        axes = sorted(rules.normalize_axes(op.axes.get_values(), len(in_shape)))
         keepdims = op.keepdims is not None
         typ = compute_type(tensor_type_of(op.result).get_element_type())
         kinds: dict[type[graph.ReduceOp], loop.ReduceKind] = {

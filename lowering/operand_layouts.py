@@ -89,7 +89,8 @@ def operand_copies(fused: graph.FusedOp) -> list[OperandCopy]:
     copies: list[OperandCopy] = []
     for op in fused.body.block.ops:
         for copy in _copies_of(op):
-            if copy not in copies:
+            # An empty operand has nothing to reorder (and a loop over 0 is no loop).
+            if copy not in copies and 0 not in copy.shape:
                 copies.append(copy)
     return copies
 

@@ -104,6 +104,29 @@ that use bf16: arith-expand also turns maximumf into compare+select, which LLVM 
 vectorise as a reduction."""
 
 
+BF16_TRUNCATION_HELPER = """
+define weak hidden bfloat @__truncsfbf2(float %a) {
+  %bits = bitcast float %a to i32
+  %upper = lshr i32 %bits, 16
+  %lsb = and i32 %upper, 1
+  %bias = add i32 %lsb, 32767
+  %rounded = add i32 %bits, %bias
+  %nearest = lshr i32 %rounded, 16
+  %nan = fcmp uno float %a, %a
+  %quiet = or i32 %upper, 64
+  %chosen = select i1 %nan, i32 %quiet, i32 %nearest
+  %half = trunc i32 %chosen to i16
+  %result = bitcast i16 %half to bfloat
+  ret bfloat %result
+}
+"""
+"""f32 -> bf16, rounding to nearest even (NaNs stay quiet NaNs). arith-expand writes the
+conversions as integer ops, but `opt` may fold them back into bfloat selects and phis,
+which llc (without AVX512-BF16) legalises with calls to `__truncsfbf2`: compiler-rt and
+libgcc from GCC 13 have it, older libgcc does not, and the library would not load. So a
+module that still holds bfloat after `opt` carries its own (weak, hidden) copy."""
+
+
 def mlir_opt_passes(upstream: str, threads: int = 1) -> list[str]:
     passes = list(MLIR_TO_LLVM_DIALECT)
     if "bf16" in upstream:
@@ -161,7 +184,7 @@ def _fingerprint(upstream: str, target: CpuTarget) -> str:
     for tool in ("mlir-opt", "opt", "llc"):
         digest.update(tool_version(require_tool(tool)).encode())
     digest.update(" ".join(mlir_opt_passes(upstream, target.threads)).encode())
-    digest.update(b"graphfuse-build-1")
+    digest.update(b"graphfuse-build-2")
     return digest.hexdigest()[:32]
 
 
@@ -181,6 +204,8 @@ def build_shared_library(
 
 def _build_into(upstream: str, target: CpuTarget, destination: Path) -> None:
     llvm_ir = to_llvm_ir(upstream, target)
+    if "bfloat" in llvm_ir and "@__truncsfbf2(" not in llvm_ir:
+        llvm_ir += BF16_TRUNCATION_HELPER
     with tempfile.TemporaryDirectory(prefix="graphfuse-build-") as work:
         obj = Path(work) / "kernels.o"
         _run(

@@ -6,8 +6,9 @@
 // GONE-NOT: math.erf
 // GONE:     func.func @left_alone
 
-// tanh: 1 - 2 / (exp(2|x|) + 1) with the sign of x beyond |x| = 0.625, an odd polynomial
-// below, picked by a select (no branch, so the loop around it vectorises).
+// tanh: 1 - 2 / (exp(2|x|) + 1) beyond |x| = 0.625, an odd polynomial in |x| below, picked
+// by a select (no branch, so the loop around it vectorises), then given the sign of x (so
+// tanh(-0.0) is -0.0).
 // CHECK-LABEL: func.func @tanh(
 // CHECK-SAME:  %[[X:.*]]: f32) -> f32 {
 // CHECK-DAG:   %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
@@ -18,11 +19,11 @@
 // CHECK-NEXT:  %[[DEN:.*]] = arith.addf %[[EXP]], %[[ONE]] : f32
 // CHECK-NEXT:  %[[FRAC:.*]] = arith.divf %[[TWO]], %[[DEN]] : f32
 // CHECK-NEXT:  %[[LARGE:.*]] = arith.subf %[[ONE]], %[[FRAC]] : f32
-// CHECK-NEXT:  %[[SIGNED:.*]] = math.copysign %[[LARGE]], %[[X]] : f32
-// CHECK:       %[[SMALL:.*]] = arith.addf %{{.*}}, %[[X]] : f32
+// CHECK:       %[[SMALL:.*]] = arith.addf %{{.*}}, %[[ABS]] : f32
 // CHECK-NEXT:  %[[CUT:.*]] = arith.constant 6.250000e-01 : f32
 // CHECK-NEXT:  %[[IS_LARGE:.*]] = arith.cmpf ogt, %[[ABS]], %[[CUT]] : f32
-// CHECK-NEXT:  %[[R:.*]] = arith.select %[[IS_LARGE]], %[[SIGNED]], %[[SMALL]] : f32
+// CHECK-NEXT:  %[[MAG:.*]] = arith.select %[[IS_LARGE]], %[[LARGE]], %[[SMALL]] : f32
+// CHECK-NEXT:  %[[R:.*]] = math.copysign %[[MAG]], %[[X]] : f32
 // CHECK-NEXT:  func.return %[[R]] : f32
 func.func @tanh(%x: f32) -> f32 {
   %0 = math.tanh %x : f32

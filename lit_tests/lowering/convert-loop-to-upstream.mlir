@@ -186,3 +186,38 @@ func.func @helper(%x: memref<8xf32>, %out: memref<8xf32>) {
   loop.call @copy(%x, %out) : memref<8xf32>, memref<8xf32>
   func.return
 }
+
+// -----
+
+// i1 buffers are byte buffers (MemRefToLLVM loads and stores no narrower element; NumPy
+// keeps bools as bytes): signatures, calls and constant globals use i8, loads truncate
+// and stores zero-extend.
+// CHECK:       "memref.global"() <{sym_name = "mask", sym_visibility = "private", type = memref<3xi8>, initial_value = dense<[1, 0, 1]> : tensor<3xi8>, constant}>
+// CHECK-LABEL: func.func @negate(%{{.*}}: memref<3xi8>, %{{.*}}: memref<3xi8>) {
+// CHECK:         %[[BYTE:.*]] = memref.load %{{.*}}[%{{.*}}] : memref<3xi8>
+// CHECK-NEXT:    %[[BIT:.*]] = arith.trunci %[[BYTE]] : i8 to i1
+// CHECK:         %[[NOT:.*]] = arith.xori %[[BIT]], %{{.*}} : i1
+// CHECK-NEXT:    %[[WIDE:.*]] = arith.extui %[[NOT]] : i1 to i8
+// CHECK-NEXT:    memref.store %[[WIDE]], %{{.*}}[%{{.*}}] : memref<3xi8>
+// CHECK-LABEL: func.func @masks(
+// CHECK-SAME:    %[[OUT:.*]]: memref<3xi8>)
+// CHECK-NEXT:    %[[G:.*]] = memref.get_global @mask : memref<3xi8>
+// CHECK-NEXT:    func.call @negate(%[[G]], %[[OUT]]) : (memref<3xi8>, memref<3xi8>) -> ()
+"memref.global"() <{sym_name = "mask", sym_visibility = "private", type = memref<3xi1>, initial_value = dense<[true, false, true]> : tensor<3xi1>, constant}> : () -> ()
+loop.kernel @negate {
+^bb0(%m: memref<3xi1>, %out: memref<3xi1>):
+  loop.parallel [3] {
+  ^bb1(%i: index):
+    %v = loop.load %m[%i] : memref<3xi1> -> i1
+    %t = arith.constant true
+    %n = arith.xori %v, %t : i1
+    loop.store %n, %out[%i] : i1, memref<3xi1>
+    loop.yield
+  }
+  loop.yield
+}
+func.func @masks(%out: memref<3xi1>) attributes {graphfuse.outputs = 1 : i64, graphfuse.scratch = 0 : i64} {
+  %g = memref.get_global @mask : memref<3xi1>
+  loop.call @negate(%g, %out) : memref<3xi1>, memref<3xi1>
+  func.return
+}

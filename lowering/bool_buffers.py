@@ -1,0 +1,99 @@
+"""Store i1 buffers as bytes: memref<...xi1> becomes memref<...xi8>.
+
+MLIR's MemRefToLLVM lowering loads and stores only element types of at least 8 bits (a
+memref<4xi1> load or store trips an assertion in mlir-opt), and NumPy keeps a bool array
+as one byte per element holding 0 or 1. So every i1 buffer is a byte buffer: loads
+truncate the byte to i1, stores zero-extend the i1 to a byte, constant globals hold 0 and
+1, and function signatures change with their arguments. The byte layout is the one NumPy
+uses for `np.bool_`, so callers pass and get bool arrays unchanged.
+
+    %v = memref.load %m[%i] : memref<4xi1>   ->  %b = memref.load %m[%i] : memref<4xi8>
+                                                 %v = arith.trunci %b : i8 to i1
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FunctionType,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    TensorType,
+    i1,
+    i8,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.hints import isa
+
+
+def _byte_type(typ: Attribute) -> Attribute | None:
+    """memref<...xi8> for a memref<...xi1>, else None."""
+    if isa(typ, MemRefType[Attribute]) and typ.get_element_type() == i1:
+        return MemRefType(i8, typ.get_shape())
+    return None
+
+
+def _widen_values(values: tuple[SSAValue, ...] | list[SSAValue]) -> None:
+    for value in list(values):
+        new_type = _byte_type(value.type)
+        if new_type is not None:
+            Rewriter.replace_value_with_new_type(value, new_type)
+
+
+def _widen_global(op: memref.GlobalOp) -> None:
+    new_type = _byte_type(op.type)
+    if new_type is None:
+        return
+    op.type = new_type
+    initial = op.initial_value
+    if isinstance(initial, DenseIntOrFPElementsAttr):
+        values = cast(list[int], initial.get_values())
+        shape = list(initial.get_shape())
+        tensor = TensorType(i8, shape)
+        op.initial_value = DenseIntOrFPElementsAttr.from_list(
+            tensor, [1 if v else 0 for v in values]
+        )
+
+
+def _widen_function(op: func.FuncOp) -> None:
+    types = op.function_type
+    inputs = [_byte_type(t) or t for t in types.inputs.data]
+    outputs = [_byte_type(t) or t for t in types.outputs.data]
+    op.function_type = FunctionType.from_lists(inputs, outputs)
+
+
+def _byte_access(op: Operation) -> None:
+    """Convert at loads and stores between the i1 value and its byte in memory."""
+    if isinstance(op, memref.LoadOp) and op.res.type == i1:
+        load = memref.LoadOp.get(op.memref, op.indices)
+        bit = arith.TruncIOp(load.res, i1)
+        Rewriter.replace_op(op, [load, bit])
+    elif isinstance(op, memref.StoreOp) and op.value.type == i1 and _holds_bytes(op.memref):
+        byte = arith.ExtUIOp(op.value, IntegerType(8))
+        Rewriter.insert_op(byte, InsertPoint.before(op))
+        op.operands[0] = byte.result
+
+
+def _holds_bytes(buffer: SSAValue) -> bool:
+    return isa(buffer.type, MemRefType[Attribute]) and buffer.type.get_element_type() == i8
+
+
+def store_bools_as_bytes(module: ModuleOp) -> None:
+    """Rewrite every i1 buffer in `module` (upstream memref form) into a byte buffer."""
+    ops = list(module.walk())
+    for op in ops:
+        if isinstance(op, memref.GlobalOp):
+            _widen_global(op)
+        elif isinstance(op, func.FuncOp):
+            _widen_function(op)
+        _widen_values(op.results)
+        for region in op.regions:
+            for block in region.blocks:
+                _widen_values(block.args)
+    for op in ops:
+        _byte_access(op)
