@@ -23,7 +23,7 @@ demo: $(STAMP)
 	@echo "library: build/transformer_block.so"
 
 pytest: $(STAMP)
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n auto
 
 lit: $(STAMP)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/lit -v lit_tests

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import typing
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -79,9 +80,19 @@ def round_to_bf16(values: Array) -> Array:
     return np.where(np.isnan(as_f32), as_f32, rounded.view(np.float32))
 
 
+_F32_AS_F64: ContextVar[bool] = ContextVar("graphfuse_reference_f32_as_f64", default=False)
+"""Set by `run(..., f32_as_f64=True)`: f32 values are held as float64 (see `run`)."""
+
+
+def _value_dtype(element_type: Attribute) -> np.dtype[Any]:
+    if isinstance(element_type, Float32Type) and _F32_AS_F64.get():
+        return np.dtype(np.float64)
+    return numpy_dtype(element_type)
+
+
 def to_element_type(value: Array, element_type: Attribute) -> Array:
     """Convert a computed array to how the interpreter stores `element_type`."""
-    dtype = numpy_dtype(element_type)
+    dtype = _value_dtype(element_type)
     converted = np.asarray(value).astype(dtype, copy=False)
     if isinstance(element_type, BFloat16Type):
         return round_to_bf16(converted)
@@ -155,7 +166,7 @@ def divide(a: Array, b: Array) -> Array:
 
 def cast(x: Array, element_type: Attribute) -> Array:
     """Element-type conversion: float to int truncates; anything to i1 is `x != 0`."""
-    dtype = numpy_dtype(element_type)
+    dtype = _value_dtype(element_type)
     if dtype == np.bool_:
         return x != 0
     if np.issubdtype(dtype, np.integer) and np.issubdtype(x.dtype, np.floating):
@@ -528,21 +539,27 @@ def find_function(module: ModuleOp, name: str) -> func.FuncOp:
     raise GraphfuseError(f"module has no function @{name} (functions: {names})")
 
 
-def run(module: ModuleOp, name: str, *arrays: Any) -> tuple[Array, ...]:
+def run(module: ModuleOp, name: str, *arrays: Any, f32_as_f64: bool = False) -> tuple[Array, ...]:
     """Run `func.func @name` of a verified module on NumPy arrays; returns its results.
 
     Arguments are checked against the function type (shape exact, dtype of the same kind)
     and converted to the element type; results come back as arrays of the result types.
+    `f32_as_f64` computes and returns f32 values in float64 instead: how far that run is
+    from the f32 one measures how much rounding a result suffers (e.g. from cancellation),
+    which differential tests use to size their tolerance.
     """
     function = find_function(module, name)
-    args = _check_arguments(function, arrays)
-    interpreter = Interpreter(module)
-    interpreter.register_implementations(FuncFunctions())
-    interpreter.register_implementations(GraphFunctions())
+    token = _F32_AS_F64.set(f32_as_f64)
     try:
+        args = _check_arguments(function, arrays)
+        interpreter = Interpreter(module)
+        interpreter.register_implementations(FuncFunctions())
+        interpreter.register_implementations(GraphFunctions())
         return tuple(interpreter.call_op(function, tuple(args)))
     except InterpretationError as error:
         raise GraphfuseError(f"@{name}: cannot interpret: {str(error).splitlines()[0]}") from None
+    finally:
+        _F32_AS_F64.reset(token)
 
 
 def random_inputs(function: func.FuncOp, seed: int = 0) -> list[Array]:

@@ -532,3 +532,28 @@ def test_non_graph_op_is_a_diagnostic():
     )
     with pytest.raises(GraphfuseError, match="cannot interpret"):
         run_text(text, np.zeros(2, np.float32))
+
+
+def test_f32_as_f64_keeps_what_f32_rounds_away() -> None:
+    """(x + 1) - 1 rounds x = 1e-8 away in f32 but not in float64; casts to f32 stay wide
+    too, other element types are unchanged."""
+    module = parse(
+        "func.func @main(%x: tensor<2xf32>, %i: tensor<2xi32>) -> (tensor<2xf32>, tensor<2xi32>) {\n"
+        "  %one = graph.constant dense<1.0> : tensor<2xf32>\n"
+        "  %a = graph.add %x, %one : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>\n"
+        "  %b = graph.sub %a, %one : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>\n"
+        "  %c = graph.cast %b : tensor<2xf32> -> tensor<2xf32>\n"
+        "  %j = graph.add %i, %i : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>\n"
+        "  func.return %c, %j : tensor<2xf32>, tensor<2xi32>\n}"
+    )
+    x = np.array([1e-8, 0.5], np.float32)
+    i = np.array([3, -4], np.int32)
+    narrow, ints = reference.run(module, "main", x, i)
+    wide, wide_ints = reference.run(module, "main", x, i, f32_as_f64=True)
+    assert narrow.dtype == np.float32 and narrow[0] == 0.0
+    assert wide.dtype == np.float64
+    np.testing.assert_allclose(wide, x.astype(np.float64), rtol=1e-7)
+    assert wide_ints.dtype == np.int32
+    np.testing.assert_array_equal(wide_ints, ints)
+    # The flag does not leak into later runs.
+    assert reference.run(module, "main", x, i)[0].dtype == np.float32
