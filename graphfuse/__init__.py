@@ -8,4 +8,8 @@ def __getattr__(name: str):  # noqa: ANN202 - lazy, so `import graphfuse` stays 
         from graphfuse.compiler import compile
 
         return compile
+    if name == "from_onnx":
+        from graphfuse.frontend.onnx_import import from_onnx
+
+        return from_onnx
     raise AttributeError(f"module 'graphfuse' has no attribute {name!r}")

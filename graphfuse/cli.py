@@ -1,4 +1,4 @@
-"""The `graphfuse` command: doctor, stats, run.
+"""The `graphfuse` command: doctor, stats, run, compile, fuse, import.
 
 Every failure the user can cause (unreadable or invalid file, wrong arguments, missing
 tool) ends as one `graphfuse: error: ...` line and exit status 1, never a traceback.
@@ -50,10 +50,31 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if missing_required else 0
 
 
-def _load(path: str) -> ModuleOp:
+def _load(path: str, input_shapes: Sequence[str] | None = None) -> ModuleOp:
+    """A graph-dialect .mlir file, or an .onnx model imported (shapes bound by
+    --input-shape)."""
+    if path.endswith(".onnx"):
+        from graphfuse.frontend.onnx_import import from_onnx, parse_input_shapes
+
+        return from_onnx(path, parse_input_shapes(input_shapes or []))
+    if input_shapes:
+        raise GraphfuseError(f"{path}: --input-shape applies to .onnx models only")
     from graphfuse.parsing import parse_file
 
     return parse_file(path)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Import an ONNX model as a graph-dialect module."""
+    from graphfuse.frontend.onnx_import import from_onnx, parse_input_shapes
+
+    module = from_onnx(args.file, parse_input_shapes(args.input_shape or []))
+    text = str(module) + "\n"
+    if args.output:
+        _write_outputs({args.output: text})
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def op_counts(module: ModuleOp) -> tuple[Counter[FusionKind], Counter[str]]:
@@ -73,7 +94,7 @@ def op_counts(module: ModuleOp) -> tuple[Counter[FusionKind], Counter[str]]:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """Print op counts by fusion kind and by op for a graph file."""
-    module = _load(args.file)
+    module = _load(args.file, args.input_shape)
     by_kind, by_name = op_counts(module)
     print(f"{args.file}: {sum(by_kind.values())} ops")
     print("by fusion kind:")
@@ -101,7 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     interpreter with --reference); --check compares the two and prints the max error."""
     from graphfuse import reference
 
-    module = _load(args.file)
+    module = _load(args.file, args.input_shape)
     function = reference.find_function(module, args.entry)
     inputs = reference.random_inputs(function, args.seed)
     expected = reference.run(module, args.entry, *inputs) if args.reference or args.check else ()
@@ -195,7 +216,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     """Compile a graph file into a shared library, or print one stage with --emit."""
     from graphfuse.compiler import Stage, lower_to
 
-    module = _load(args.file)
+    module = _load(args.file, args.input_shape)
     if args.emit is not None:
         text = lower_to(module, Stage(args.emit), _options(args))
         if args.output:
@@ -282,7 +303,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
 
     if args.max_depth < 1:
         raise GraphfuseError(f"--max-depth must be >= 1, got {args.max_depth}")
-    module = _load(args.file)
+    module = _load(args.file, args.input_shape)
     before = {f.sym_name.data: Summary.of(kernel_stats(f)) for f in functions(module)}
     reference_run = _reference_results(module) if args.check else None
     notes: list[str] = []
@@ -310,6 +331,9 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     return 0
 
 
+_FILE_HELP = "graph-dialect .mlir file or .onnx model"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="graphfuse", description="Operator-fusion compiler for neural-network graphs."
@@ -318,10 +342,12 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser("doctor", help="list the external tools and their versions")
     doctor.set_defaults(handler=cmd_doctor)
     stats = commands.add_parser("stats", help="op counts by fusion kind")
-    stats.add_argument("file", help="graph-dialect .mlir file")
+    stats.add_argument("file", help=_FILE_HELP)
+    _input_shape_argument(stats)
     stats.set_defaults(handler=cmd_stats)
     run = commands.add_parser("run", help="compile and run a function on random inputs")
-    run.add_argument("file", help="graph-dialect .mlir file")
+    run.add_argument("file", help=_FILE_HELP)
+    _input_shape_argument(run)
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     run.add_argument(
         "--random-inputs", action="store_true", help="random inputs (the default and only source)"
@@ -335,7 +361,8 @@ def build_parser() -> argparse.ArgumentParser:
     _compile_arguments(run)
     run.set_defaults(handler=cmd_run)
     compile_ = commands.add_parser("compile", help="compile a graph into a shared library")
-    compile_.add_argument("file", help="graph-dialect .mlir file")
+    compile_.add_argument("file", help=_FILE_HELP)
+    _input_shape_argument(compile_)
     compile_.add_argument("-o", "--output", help="the library (default: <file>.so here)")
     compile_.add_argument(
         "--emit",
@@ -346,7 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     _compile_arguments(compile_)
     compile_.set_defaults(handler=cmd_compile)
     fuse = commands.add_parser("fuse", help="fuse a graph into kernels (the graph-fuse pass)")
-    fuse.add_argument("file", help="graph-dialect .mlir file")
+    fuse.add_argument("file", help=_FILE_HELP)
+    _input_shape_argument(fuse)
     fuse.add_argument("-o", "--output", help="write the fused module here (default: stdout)")
     fuse.add_argument("--dot", help="write a Graphviz picture, one cluster per kernel")
     fuse.add_argument("--explain", action="store_true", help="print every fusion decision")
@@ -363,7 +391,21 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         fuse.add_argument(f"--no-{part}", dest=part, action="store_false", help=f"skip {what}")
     fuse.set_defaults(handler=cmd_fuse)
+    import_ = commands.add_parser("import", help="import an ONNX model as a graph-dialect module")
+    import_.add_argument("file", help=".onnx model")
+    import_.add_argument("-o", "--output", help="write the module here (default: stdout)")
+    _input_shape_argument(import_)
+    import_.set_defaults(handler=cmd_import)
     return parser
+
+
+def _input_shape_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--input-shape",
+        action="append",
+        metavar="NAME=D0xD1...",
+        help="bind an ONNX input's dynamic dims (repeatable), e.g. input_ids=2x16",
+    )
 
 
 def _compile_arguments(parser: argparse.ArgumentParser) -> None:

@@ -54,11 +54,16 @@ TARGETS = ("cpu",)
 
 
 def load(module_or_path: ModuleOp | str | Path) -> ModuleOp:
-    """A verified module: parsed from a path, or a copy of the given module."""
+    """A verified module: parsed from a path (.mlir, or .onnx imported), or a copy of the
+    given module."""
     if isinstance(module_or_path, ModuleOp):
         module = module_or_path.clone()
         verify(module)
         return module
+    if str(module_or_path).endswith(".onnx"):
+        from graphfuse.frontend.onnx_import import from_onnx
+
+        return from_onnx(module_or_path)
     return parse_file(module_or_path)
 
 

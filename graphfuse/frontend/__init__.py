@@ -1,0 +1,1 @@
+"""Front ends: models from other formats (ONNX) as graph-dialect modules."""

@@ -1,0 +1,208 @@
+"""Emitting graph-dialect ops for ONNX nodes, with static shapes worked out on the way.
+
+The importer hands each converter a `Builder`. Values are either SSA tensors or NumPy
+arrays known at import time (initializers, `Constant` nodes, folded shape arithmetic);
+`tensor()` turns a known array into a `graph.constant` only where a real op needs it, so
+shape computations never reach the graph. Every op the builder makes is recorded with the
+ONNX node it came from, so a verifier failure can name the node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from graphfuse.dialects import graph
+from graphfuse.dialects import shape_rules as rules
+from graphfuse.parsing import GraphfuseError
+from graphfuse.reference import numpy_to_dense
+
+Array = np.ndarray[Any, Any]
+Value = SSAValue | Array
+
+_ELEMENT_TYPES: dict[np.dtype[Any], Attribute] = {
+    np.dtype(np.float32): Float32Type(),
+    np.dtype(np.float16): Float16Type(),
+    np.dtype(np.int64): IntegerType(64),
+    np.dtype(np.int32): IntegerType(32),
+    np.dtype(np.int8): IntegerType(8),
+    np.dtype(np.bool_): IntegerType(1),
+}
+
+
+class ImportFailure(GraphfuseError):
+    """An ONNX model graphfuse cannot import; the message names the node or input."""
+
+
+def element_type_of(dtype: np.dtype[Any], where: str) -> Attribute:
+    if dtype not in _ELEMENT_TYPES:
+        raise ImportFailure(f"{where}: element type {dtype} is not supported")
+    return _ELEMENT_TYPES[dtype]
+
+
+def i64_array(values: Sequence[int]) -> DenseArrayBase[IntegerType]:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def i64_attr(value: int) -> IntegerAttr[IntegerType]:
+    return IntegerAttr(int(value), 64)
+
+
+def f64_attr(value: float) -> FloatAttr:
+    return FloatAttr(float(value), Float64Type())
+
+
+def shape_of(value: Value) -> tuple[int, ...]:
+    if isinstance(value, SSAValue):
+        return tuple(graph.tensor_type_of(value).get_shape())
+    return tuple(value.shape)
+
+
+def element_of(value: Value, where: str) -> Attribute:
+    if isinstance(value, SSAValue):
+        return graph.tensor_type_of(value).get_element_type()
+    return element_type_of(value.dtype, where)
+
+
+class Builder:
+    """Appends graph ops for one ONNX node at a time to a function body."""
+
+    def __init__(self, block: Block) -> None:
+        self.block = block
+        self.node = ""
+        """Name of the node being converted (for messages and `origin`)."""
+        self.op_type = ""
+        self.outputs: list[str] = []
+        """The node's output names ("" for an output it does not produce)."""
+        self.origin: dict[Operation, str] = {}
+        self._constants: dict[int, tuple[Array, SSAValue]] = {}
+
+    def fail(self, message: str) -> ImportFailure:
+        return ImportFailure(f"node {self.node}: {message}")
+
+    # ---- values -----------------------------------------------------------------------
+
+    def tensor(self, value: Value) -> SSAValue:
+        """`value` as an SSA tensor: a known array becomes a graph.constant (once)."""
+        if isinstance(value, SSAValue):
+            return value
+        cached = self._constants.get(id(value))
+        if cached is not None and cached[0] is value:
+            return cached[1]
+        array = value
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)  # torch exports some scalars as double
+        typ = TensorType(element_type_of(array.dtype, f"node {self.node}"), array.shape)
+        op = graph.ConstantOp.create(
+            result_types=[typ], properties={"value": numpy_to_dense(array, typ)}
+        )
+        result = self._append(op)
+        self._constants[id(value)] = (value, result)
+        return result
+
+    def ints(self, value: Value | None, what: str) -> list[int]:
+        """A known integer array (shape, axes, ...) as a list; SSA values are refused."""
+        if value is None:
+            raise self.fail(f"{what} is missing")
+        if isinstance(value, SSAValue):
+            raise self.fail(f"{what} must be known when importing (a constant), not computed")
+        return [int(v) for v in np.asarray(value).reshape(-1)]
+
+    # ---- ops --------------------------------------------------------------------------
+
+    def _append(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        self.origin[op] = self.node
+        return op.results[0]
+
+    def op(
+        self,
+        op_type: type[Operation],
+        operands: Sequence[Value],
+        shape: Sequence[int],
+        element: Attribute | None = None,
+        **properties: Attribute,
+    ) -> SSAValue:
+        """Append `op_type(operands)` with result tensor<shape x element> (element: the
+        first operand's when not given)."""
+        values = [self.tensor(v) for v in operands]
+        if element is None:
+            element = graph.tensor_type_of(values[0]).get_element_type()
+        op = op_type.create(
+            operands=values,
+            result_types=[TensorType(element, list(shape))],
+            properties=dict(properties),
+        )
+        return self._append(op)
+
+    def unary(self, op_type: type[Operation], x: Value) -> SSAValue:
+        return self.op(op_type, [x], shape_of(x))
+
+    def binary(self, op_type: type[Operation], a: Value, b: Value) -> SSAValue:
+        a, b = self.same_element(a, b)
+        return self.op(op_type, [a, b], rules.broadcast_shapes(shape_of(a), shape_of(b)))
+
+    def same_element(self, a: Value, b: Value) -> tuple[Value, Value]:
+        """Known scalars follow the other operand's element type (as ONNX requires both)."""
+        if isinstance(a, SSAValue) and not isinstance(b, SSAValue):
+            b = self.known_as(b, a)
+        elif isinstance(b, SSAValue) and not isinstance(a, SSAValue):
+            a = self.known_as(a, b)
+        return a, b
+
+    def known_as(self, array: Array, like: SSAValue) -> Array:
+        element = graph.tensor_type_of(like).get_element_type()
+        for dtype, typ in _ELEMENT_TYPES.items():
+            if typ == element:
+                return array.astype(dtype)
+        return array
+
+    def compare(self, predicate: str, a: Value, b: Value) -> SSAValue:
+        a, b = self.same_element(a, b)
+        shape = rules.broadcast_shapes(shape_of(a), shape_of(b))
+        attr = graph.ComparePredicateAttr(graph.ComparePredicate(predicate))
+        return self.op(graph.CompareOp, [a, b], shape, IntegerType(1), predicate=attr)
+
+    def reshape(self, x: Value, shape: Sequence[int]) -> Value:
+        if tuple(shape) == shape_of(x):
+            return x
+        if not isinstance(x, SSAValue):
+            return x.reshape(shape)
+        return self.op(graph.ReshapeOp, [x], shape)
+
+    def transpose(self, x: Value, perm: Sequence[int]) -> Value:
+        if list(perm) == list(range(len(perm))):
+            return x
+        shape = rules.transpose_shape(shape_of(x), perm)
+        return self.op(graph.TransposeOp, [x], shape, perm=i64_array(perm))
+
+    def cast(self, x: Value, element: Attribute) -> Value:
+        if element_of(x, f"node {self.node}") == element:
+            return x
+        return self.op(graph.CastOp, [x], shape_of(x), element)
+
+    def reduce(
+        self, op_type: type[Operation], x: Value, axes: Sequence[int], keepdims: bool
+    ) -> SSAValue:
+        rank = len(shape_of(x))
+        axes = sorted(rules.normalize_axis(a, rank) for a in axes)
+        shape = rules.reduce_shape(shape_of(x), axes, keepdims)
+        properties: dict[str, Attribute] = {"axes": i64_array(axes)}
+        if keepdims:
+            properties["keepdims"] = UnitAttr()
+        return self.op(op_type, [x], shape, **properties)

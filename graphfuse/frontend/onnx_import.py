@@ -1,0 +1,320 @@
+"""ONNX models to graph-dialect modules: `graphfuse import model.onnx` and `from_onnx`.
+
+The model becomes `func.func @main` whose arguments are the graph inputs that are not
+initializers, in order, and whose results are the graph outputs. Shapes must be static:
+a symbolic dimension is bound with `input_shapes` (`--input-shape ids=2x16`) or reported.
+
+Nodes whose inputs are all known at import time (initializers, `Constant`, `Shape` of a
+static tensor, and everything computed only from those: the shape arithmetic exporters
+emit) are evaluated with ONNX's reference evaluator and never reach the graph. The rest
+go through one converter per op type (onnx_ops). Every unsupported op type is reported at
+once, with the names of its nodes, so a user sees the whole gap in one run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from graphfuse.frontend.onnx_builder import (
+    Builder,
+    ImportFailure,
+    Value,
+    element_of,
+    element_type_of,
+    shape_of,
+)
+from graphfuse.frontend.onnx_ops import CONVERTERS
+
+MIN_OPSET = 13
+_NOT_FOLDED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike"}
+
+
+def load_model(path: str | Path) -> Any:
+    """Read an .onnx file (external data included), or say in one line why not."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    try:
+        model = onnx.load(str(path))
+    except FileNotFoundError:
+        raise ImportFailure(f"{path}: no such file") from None
+    except (DecodeError, ValueError, RuntimeError, OSError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ImportFailure(f"{path}: not a readable ONNX model ({reason})") from None
+    if model.ir_version <= 0 or not model.graph.output:
+        raise ImportFailure(f"{path}: not an ONNX model (no graph outputs)")
+    return model
+
+
+def from_onnx(
+    model: Any,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    name: str = "main",
+) -> ModuleOp:
+    """An ONNX ModelProto (or a path to one) as a verified graph-dialect module."""
+    if isinstance(model, str | Path):
+        model = load_model(model)
+    importer = _Importer(model, dict(input_shapes or {}))
+    return importer.run(name)
+
+
+def _hint(name: str) -> str | None:
+    cleaned = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_")
+    if not cleaned:
+        return None
+    return cleaned if not cleaned[0].isdigit() else "v" + cleaned
+
+
+class _Importer:
+    def __init__(self, model: Any, input_shapes: dict[str, Sequence[int]]) -> None:
+        self.model = model
+        self.graph = model.graph
+        self.input_shapes = input_shapes
+        self.values: dict[str, Value] = {}
+        self.unsupported: dict[str, list[str]] = {}
+        self.poisoned: set[str] = set()
+        self.block = Block()
+        self.builder = Builder(self.block)
+
+    def run(self, name: str) -> ModuleOp:
+        self._check_opset()
+        self._load_initializers()
+        arg_types = self._add_inputs()
+        for index, node in enumerate(self.graph.node):
+            self._convert(node, index)
+        if self.unsupported:
+            listing = "; ".join(
+                f"{op} ({', '.join(nodes[:5])}{', ...' if len(nodes) > 5 else ''})"
+                for op, nodes in sorted(self.unsupported.items())
+            )
+            raise ImportFailure(f"unsupported ONNX ops: {listing}")
+        results = self._outputs()
+        self.block.add_op(func.ReturnOp(*results))
+        function = func.FuncOp(
+            name,
+            FunctionType.from_lists(arg_types, [r.type for r in results]),
+            Region(self.block),
+        )
+        module = ModuleOp([function])
+        self._verify(module)
+        return module
+
+    # ---- set-up -----------------------------------------------------------------------
+
+    def _check_opset(self) -> None:
+        for opset in self.model.opset_import:
+            if opset.domain in ("", "ai.onnx") and opset.version < MIN_OPSET:
+                raise ImportFailure(
+                    f"the model uses opset {opset.version}; graphfuse reads opset "
+                    f"{MIN_OPSET} and later (re-export with a newer opset)"
+                )
+
+    def _load_initializers(self) -> None:
+        from onnx import numpy_helper
+
+        for tensor in self.graph.initializer:
+            self.values[tensor.name] = numpy_helper.to_array(tensor)
+
+    def _add_inputs(self) -> list[Attribute]:
+        from onnx import helper
+
+        known_names = {i.name for i in self.graph.input}
+        for bound in self.input_shapes:
+            if bound not in known_names:
+                raise ImportFailure(
+                    f"--input-shape names '{bound}', which is not a model input "
+                    f"(inputs: {', '.join(sorted(known_names - set(self.values)))})"
+                )
+        types: list[Attribute] = []
+        for graph_input in self.graph.input:
+            if graph_input.name in self.values:
+                continue  # an initializer listed as an input (old exporters)
+            tensor_type = graph_input.type.tensor_type
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type))
+            element = element_type_of(dtype, f"input '{graph_input.name}'")
+            shape = self._input_shape(graph_input.name, tensor_type.shape.dim)
+            typ = TensorType(element, shape)
+            types.append(typ)
+            argument = self.block.insert_arg(typ, len(self.block.args))
+            argument.name_hint = _hint(graph_input.name)
+            self.values[graph_input.name] = argument
+        return types
+
+    def _input_shape(self, name: str, dims: Any) -> list[int]:
+        if name in self.input_shapes:
+            bound = [int(d) for d in self.input_shapes[name]]
+            declared = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+            if len(bound) != len(declared) or any(
+                d is not None and d != b for d, b in zip(declared, bound, strict=False)
+            ):
+                shown = ["?" if d is None else str(d) for d in declared]
+                raise ImportFailure(
+                    f"--input-shape {name}={'x'.join(map(str, bound))} does not fit the "
+                    f"declared shape {'x'.join(shown)}"
+                )
+            return bound
+        shape: list[int] = []
+        for index, dim in enumerate(dims):
+            if not dim.HasField("dim_value"):
+                label = f" ('{dim.dim_param}')" if dim.dim_param else ""
+                raise ImportFailure(
+                    f"input '{name}' has a dynamic dimension #{index}{label}; bind it with "
+                    f"--input-shape {name}="
+                    + "x".join(str(d.dim_value) if d.HasField("dim_value") else "N" for d in dims)
+                )
+            shape.append(int(dim.dim_value))
+        return shape
+
+    # ---- nodes ------------------------------------------------------------------------
+
+    def _convert(self, node: Any, index: int) -> None:
+        from onnx import helper
+
+        label = node.name or f"{node.op_type}#{index}"
+        if any(i in self.poisoned for i in node.input if i):
+            self.poisoned.update(node.output)
+            return
+        inputs = self._inputs_of(node, label)
+        if self._fold(node, inputs, label):
+            return
+        converter = CONVERTERS.get(node.op_type)
+        if node.domain not in ("", "ai.onnx") or converter is None:
+            op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+            self.unsupported.setdefault(op, []).append(label)
+            self.poisoned.update(node.output)
+            return
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        b = self.builder
+        b.node, b.op_type, b.outputs = label, node.op_type, list(node.output)
+        try:
+            outputs = converter(b, inputs, attrs)
+        except VerifyException as error:
+            raise ImportFailure(f"node {label} ({node.op_type}): {error}") from None
+        except (KeyError, IndexError, AssertionError) as error:
+            raise ImportFailure(
+                f"node {label} ({node.op_type}): malformed node ({type(error).__name__}: {error})"
+            ) from None
+        self._record(node.output, outputs)
+
+    def _record(self, names: Sequence[str], outputs: Sequence[Value]) -> None:
+        for output_name, value in zip(names, outputs, strict=False):
+            if not output_name:
+                continue
+            if isinstance(value, SSAValue) and value.name_hint is None:
+                value.name_hint = _hint(output_name)
+            self.values[output_name] = value
+
+    def _inputs_of(self, node: Any, label: str) -> list[Value | None]:
+        inputs: list[Value | None] = []
+        for input_name in node.input:
+            if not input_name:
+                inputs.append(None)
+            elif input_name in self.values:
+                inputs.append(self.values[input_name])
+            else:
+                raise ImportFailure(f"node {label}: input '{input_name}' is never defined")
+        return inputs
+
+    def _fold(self, node: Any, inputs: list[Value | None], label: str) -> bool:
+        """Evaluate a node whose inputs are all known; Shape/Size of any static tensor."""
+        if node.op_type in ("Shape", "Size") and inputs and inputs[0] is not None:
+            shape = np.array(shape_of(inputs[0]), np.int64)
+            if node.op_type == "Size":
+                self.values[node.output[0]] = np.array(int(np.prod(shape)), np.int64)
+                return True
+            attrs = {a.name: a.i for a in node.attribute}
+            start, end = attrs.get("start", 0), attrs.get("end", len(shape))
+            self.values[node.output[0]] = shape[start:end]
+            return True
+        known = all(v is None or not isinstance(v, SSAValue) for v in inputs)
+        if not known or node.op_type in _NOT_FOLDED or node.domain not in ("", "ai.onnx"):
+            return False
+        from onnx.reference import ReferenceEvaluator
+
+        feeds = {n: v for n, v in zip(node.input, inputs, strict=True) if n}
+        try:
+            evaluator = ReferenceEvaluator(node, opsets=self._opsets())
+            outputs = evaluator.run(None, feeds)
+        except Exception as error:  # the evaluator raises many kinds on bad nodes
+            raise ImportFailure(
+                f"node {label} ({node.op_type}): cannot evaluate its constant inputs: "
+                f"{str(error).splitlines()[0] if str(error) else type(error).__name__}"
+            ) from None
+        for output_name, value in zip(node.output, outputs, strict=False):
+            if output_name:
+                self.values[output_name] = np.asarray(value)
+        return True
+
+    def _opsets(self) -> dict[str, int]:
+        return {o.domain or "": o.version for o in self.model.opset_import}
+
+    # ---- results ----------------------------------------------------------------------
+
+    def _outputs(self) -> list[SSAValue]:
+        from onnx import helper
+
+        results: list[SSAValue] = []
+        for output in self.graph.output:
+            if output.name not in self.values:
+                raise ImportFailure(f"graph output '{output.name}' is never computed")
+            value = self.values[output.name]
+            self.builder.node = f"output {output.name}"
+            result = self.builder.tensor(value)
+            declared = [
+                d.dim_value if d.HasField("dim_value") else None
+                for d in output.type.tensor_type.shape.dim
+            ]
+            shape = shape_of(result)
+            if output.type.tensor_type.HasField("shape") and (
+                len(declared) != len(shape)
+                or any(d is not None and d != s for d, s in zip(declared, shape, strict=False))
+            ):
+                shown = "x".join("?" if d is None else str(d) for d in declared)
+                raise ImportFailure(
+                    f"graph output '{output.name}' comes out {'x'.join(map(str, shape))}, "
+                    f"but the model declares {shown}"
+                )
+            elem = output.type.tensor_type.elem_type
+            if elem:
+                dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+                expected = element_type_of(dtype, f"output '{output.name}'")
+                if element_of(result, output.name) != expected:
+                    raise ImportFailure(
+                        f"graph output '{output.name}' comes out "
+                        f"{element_of(result, output.name)}, but the model declares {expected}"
+                    )
+            results.append(result)
+        return results
+
+    def _verify(self, module: ModuleOp) -> None:
+        for op in module.walk():
+            try:
+                op.verify()
+            except VerifyException as error:
+                node = self.builder.origin.get(op, "?")
+                raise ImportFailure(f"node {node} ({op.name}): {error}") from None
+
+
+def parse_input_shapes(specs: Sequence[str]) -> dict[str, list[int]]:
+    """`name=2x3x224x224` strings (from --input-shape) as a dict."""
+    shapes: dict[str, list[int]] = {}
+    for spec in specs:
+        name, sep, dims = spec.rpartition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            shapes[name] = [int(d) for d in dims.split("x")] if dims else []
+        except ValueError:
+            raise ImportFailure(
+                f"--input-shape {spec!r}: expected NAME=D0xD1x... (e.g. input_ids=2x16)"
+            ) from None
+    return shapes
