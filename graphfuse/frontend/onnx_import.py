@@ -180,16 +180,18 @@ class _Importer:
         from onnx import helper
 
         label = node.name or f"{node.op_type}#{index}"
+        converter = CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
         if any(i in self.poisoned for i in node.input if i):
+            # Downstream of an unsupported op: report its own type if unsupported too.
+            if converter is None:
+                self._unsupported(node, label)
             self.poisoned.update(node.output)
             return
         inputs = self._inputs_of(node, label)
         if self._fold(node, inputs, label):
             return
-        converter = CONVERTERS.get(node.op_type)
-        if node.domain not in ("", "ai.onnx") or converter is None:
-            op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
-            self.unsupported.setdefault(op, []).append(label)
+        if converter is None:
+            self._unsupported(node, label)
             self.poisoned.update(node.output)
             return
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -212,6 +214,11 @@ class _Importer:
             if isinstance(value, SSAValue) and value.name_hint is None:
                 value.name_hint = _hint(output_name)
             self.values[output_name] = value
+
+    def _unsupported(self, node: Any, label: str) -> None:
+        domain = node.domain if node.domain not in ("", "ai.onnx") else ""
+        op = f"{domain}.{node.op_type}" if domain else node.op_type
+        self.unsupported.setdefault(op, []).append(label)
 
     def _inputs_of(self, node: Any, label: str) -> list[Value | None]:
         inputs: list[Value | None] = []
