@@ -31,10 +31,10 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.hints import isa
 
 
-def _byte_type(typ: Attribute) -> Attribute | None:
+def _byte_type(typ: Attribute) -> MemRefType[Attribute] | None:
     """memref<...xi8> for a memref<...xi1>, else None."""
     if isa(typ, MemRefType[Attribute]) and typ.get_element_type() == i1:
-        return MemRefType(i8, typ.get_shape())
+        return MemRefType[Attribute](i8, typ.get_shape())
     return None
 
 
