@@ -586,6 +586,37 @@ class ConcatOp(IRDLOperation):
 
 
 @irdl_op_definition
+class GatherOp(IRDLOperation):
+    """numpy.take(data, indices, axis) (ONNX Gather): result shape is data.shape[:axis] +
+    indices.shape + data.shape[axis + 1:]. A negative index counts from the end; an index
+    still outside [0, dim) after that is clamped into it. Fusion kind: injective (each
+    result element reads one data element; the indices are read once per element too).
+    """
+
+    name = "graph.gather"
+
+    E: ClassVar = VarConstraint("E", AnyElement)
+
+    data = operand_def(TensorType.constr(E))
+    indices = operand_def(TensorType.constr(_int_widths(32, 64)))
+    result = result_def(TensorType.constr(E))
+    axis = prop_def(IntegerAttr[I64])
+
+    assembly_format = (
+        "$data `,` $indices `axis` `=` $axis attr-dict `:` functional-type(operands, results)"
+    )
+    traits = traits_def(Pure(), FusionKindTrait(FusionKind.INJECTIVE))
+
+    def verify_(self) -> None:
+        shape = _shape(self.data)
+        if not shape:
+            raise VerifyException("data must have rank at least 1")
+        axis = rules.normalize_axis(self.axis.value.data, len(shape))
+        expected = (*shape[:axis], *_shape(self.indices), *shape[axis + 1 :])
+        _check_result_shape(self, expected, f"gathering along axis {axis}")
+
+
+@irdl_op_definition
 class PadOp(ShapeOp):
     """Pad with the constant `value`: `low[i]` before and `high[i]` after dimension i.
 
@@ -1126,6 +1157,7 @@ Graph = Dialect(
         TransposeOp,
         SliceOp,
         ConcatOp,
+        GatherOp,
         PadOp,
         ReduceSumOp,
         ReduceMaxOp,

@@ -164,6 +164,15 @@ def divide(a: Array, b: Array) -> Array:
         return (a - np.fmod(a, safe_b)) // safe_b
 
 
+def gather(data: Array, indices: Array, axis: int) -> Array:
+    """numpy.take with ONNX's negative indices; indices still out of range are clamped
+    (as the compiled kernels do)."""
+    axis = rules.normalize_axis(axis, data.ndim)
+    dim = data.shape[axis]
+    wrapped = np.where(indices < 0, indices + dim, indices)
+    return np.take(data, np.clip(wrapped, 0, dim - 1), axis=axis)
+
+
 def cast(x: Array, element_type: Attribute) -> Array:
     """Element-type conversion: float to int truncates; anything to i1 is `x != 0`."""
     dtype = _value_dtype(element_type)
@@ -372,6 +381,7 @@ _WITH_PARAMS: dict[type[Operation], OpSemantics] = {
     graph.ConcatOp: lambda op, a: np.concatenate(
         a, axis=rules.normalize_axis(op.axis.value.data, a[0].ndim)
     ),
+    graph.GatherOp: lambda op, a: gather(a[0], a[1], op.axis.value.data),
     graph.PadOp: lambda op, a: np.pad(
         a[0],
         tuple(zip(op.low.get_values(), op.high.get_values(), strict=False)),

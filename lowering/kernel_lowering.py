@@ -26,6 +26,7 @@ import numpy as np
 from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
+    IndexType,
     MemRefType,
     StringAttr,
     UnitAttr,
@@ -369,6 +370,21 @@ class _KernelBuilder:
         padded = [low != 0 or high != 0 for low, high in zip(lows, highs, strict=True)]
         return self._guarded(op.input, shifted, fill, padded)
 
+    def _gather(self, op: graph.GatherOp, index: tuple[Index, ...]) -> SSAValue:
+        """data at index with the gathered dim replaced by the index read from `indices`
+        (negative ones wrapped, then clamped into range)."""
+        em = self.em
+        shape = _shape(op.data)
+        axis = rules.normalize_axis(op.axis.value.data, len(shape))
+        rank = len(_shape(op.indices))
+        raw = self.value_at(op.indices, index[axis : axis + rank])
+        position = em.emit(arith.IndexCastOp(raw, IndexType()))
+        dim = shape[axis]
+        negative = em.emit(arith.CmpiOp(position, em.index_value(0), "slt"))
+        wrapped = em.emit(arith.SelectOp(negative, em.iadd(position, dim), position))
+        clamped = em.iclamp(wrapped, dim)
+        return self.value_at(op.data, (*index[:axis], clamped, *index[axis + rank :]))
+
     def _concat(self, op: graph.ConcatOp, index: tuple[Index, ...]) -> SSAValue:
         em = self.em
         axis = rules.normalize_axis(op.axis.value.data, len(index))
@@ -559,6 +575,7 @@ class _KernelBuilder:
             _value_rule(graph.SliceOp, _slice),
             _value_rule(graph.PadOp, _pad),
             _value_rule(graph.ConcatOp, _concat),
+            _value_rule(graph.GatherOp, _gather),
             _value_rule(graph.ReduceOp, _reduce),
             _value_rule(graph.MatmulOp, _matmul),
             _value_rule(graph.Conv2dOp, _conv2d),

@@ -133,6 +133,25 @@ def _not(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     return [b.compare("eq", _x(inputs), np.zeros((), np.bool_))]
 
 
+@converter("And", "Or")
+def _logical(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """a and b = select(a, b, false); a or b = select(a, true, b)."""
+    a, c = _x(inputs, 0), _x(inputs, 1)
+    if b.op_type == "And":
+        chosen, other = c, np.zeros((), np.bool_)
+    else:
+        chosen, other = np.ones((), np.bool_), c
+    shape = rules.broadcast_shapes(shape_of(a), shape_of(c))
+    return [b.op(graph.SelectOp, [a, chosen, other], shape, element_of(c, b.node))]
+
+
+@converter("IsNaN")
+def _is_nan(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """x != x, written as (x == x) == false: graph.compare's float predicates are ordered."""
+    x = _x(inputs)
+    return [b.compare("eq", b.compare("eq", x, x), np.zeros((), np.bool_))]
+
+
 @converter("Reciprocal")
 def _reciprocal(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     return [b.binary(graph.DivOp, np.ones((), np.float32), _x(inputs))]
@@ -537,22 +556,41 @@ def _pad(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     ]
 
 
-@converter("Gather")
-def _gather(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
-    data, indices = _x(inputs, 0), _x(inputs, 1)
+def _take(b: Builder, data: Value, indices: Value, axis: int) -> Value:
+    """numpy.take(data, indices, axis): a slice when the indices are a known range, else
+    graph.gather."""
     shape = list(shape_of(data))
-    axis = rules.normalize_axis(attrs.get("axis", 0), len(shape))
+    out_shape = [*shape[:axis], *shape_of(indices), *shape[axis + 1 :]]
     if not isinstance(indices, SSAValue):
-        # Known indices: slices (one per index when they are not a single range) + reshape.
         flat = [i + shape[axis] if i < 0 else i for i in b.ints(indices, "indices")]
-        out_shape = [*shape[:axis], *indices.shape, *shape[axis + 1 :]]
         if flat and flat == list(range(flat[0], flat[0] + len(flat))):
             starts = [flat[0] if i == axis else 0 for i in range(len(shape))]
             sizes = [len(flat) if i == axis else d for i, d in enumerate(shape)]
-            return [b.reshape(_slice_value(b, data, starts, sizes, [1] * len(shape)), out_shape)]
-    gather = getattr(graph, "GatherOp", None)
-    if gather is None:
-        raise b.fail("Gather with computed or scattered indices is not supported yet")
-    indices_value = b.tensor(indices)
-    out_shape = [*shape[:axis], *shape_of(indices_value), *shape[axis + 1 :]]
-    return [b.op(gather, [data, indices_value], out_shape, axis=i64_attr(axis))]
+            return b.reshape(_slice_value(b, data, starts, sizes, [1] * len(shape)), out_shape)
+    return b.op(graph.GatherOp, [data, indices], out_shape, axis=i64_attr(axis))
+
+
+@converter("Gather")
+def _gather(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    data, indices = _x(inputs, 0), _x(inputs, 1)
+    axis = rules.normalize_axis(attrs.get("axis", 0), len(shape_of(data)))
+    return [_take(b, data, indices, axis)]
+
+
+@converter("GatherND")
+def _gather_nd(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """Known index tuples into the leading k dims: one gather over those dims flattened."""
+    data, indices = _x(inputs, 0), _x(inputs, 1)
+    if attrs.get("batch_dims", 0):
+        raise b.fail("GatherND with batch_dims is not supported")
+    if isinstance(indices, SSAValue):
+        raise b.fail("GatherND with computed indices is not supported")
+    shape = shape_of(data)
+    k = indices.shape[-1]
+    leading = shape[:k]
+    tuples = np.asarray(indices, np.int64).reshape(-1, k)
+    tuples = np.where(tuples < 0, tuples + np.array(leading), tuples)
+    linear = np.ravel_multi_index(tuple(tuples.T), leading) if k else np.zeros(len(tuples))
+    flat = b.reshape(data, [int(np.prod(leading)), *shape[k:]])
+    linear = np.asarray(linear, np.int64).reshape(indices.shape[:-1])
+    return [_take(b, flat, linear, 0)]
