@@ -41,6 +41,7 @@ from xdsl.irdl import (
     EqAttrConstraint,
     IntSetConstraint,
     IRDLOperation,
+    MessageConstraint,
     ParamAttrConstraint,
     VarConstraint,
     base,
@@ -588,9 +589,13 @@ class ConcatOp(IRDLOperation):
 @irdl_op_definition
 class GatherOp(IRDLOperation):
     """numpy.take(data, indices, axis) (ONNX Gather): result shape is data.shape[:axis] +
-    indices.shape + data.shape[axis + 1:]. A negative index counts from the end; an index
-    still outside [0, dim) after that is clamped into it. Fusion kind: injective (each
-    result element reads one data element; the indices are read once per element too).
+    indices.shape + data.shape[axis + 1:], indices of any rank (rank 0 drops the axis).
+
+    A negative index counts from the end (index + dim, as ONNX says). ONNX leaves an index
+    still outside [0, dim) undefined; graphfuse clamps it into [0, dim - 1], in the
+    reference interpreter and in compiled kernels alike, so a kernel never reads outside
+    its buffer. Fusion kind: injective (each result element reads one data element and
+    one index).
     """
 
     name = "graph.gather"
@@ -598,7 +603,11 @@ class GatherOp(IRDLOperation):
     E: ClassVar = VarConstraint("E", AnyElement)
 
     data = operand_def(TensorType.constr(E))
-    indices = operand_def(TensorType.constr(_int_widths(32, 64)))
+    indices = operand_def(
+        MessageConstraint(
+            TensorType.constr(_int_widths(32, 64)), "indices must be a tensor of i32 or i64"
+        )
+    )
     result = result_def(TensorType.constr(E))
     axis = prop_def(IntegerAttr[I64])
 
@@ -607,13 +616,19 @@ class GatherOp(IRDLOperation):
     )
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.INJECTIVE))
 
+    def __init__(self, data: SSAValue | Operation, indices: SSAValue | Operation, axis: int = 0):
+        data_type = tensor_type_of(SSAValue.get(data))
+        shape = rules.gather_shape(data_type.get_shape(), _shape(SSAValue.get(indices)), axis)
+        super().__init__(
+            operands=[data, indices],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[TensorType(data_type.get_element_type(), shape)],
+        )
+
     def verify_(self) -> None:
-        shape = _shape(self.data)
-        if not shape:
-            raise VerifyException("data must have rank at least 1")
-        axis = rules.normalize_axis(self.axis.value.data, len(shape))
-        expected = (*shape[:axis], *_shape(self.indices), *shape[axis + 1 :])
-        _check_result_shape(self, expected, f"gathering along axis {axis}")
+        axis = self.axis.value.data
+        expected = rules.gather_shape(_shape(self.data), _shape(self.indices), axis)
+        _check_result_shape(self, expected, f"gather along axis {axis}")
 
 
 @irdl_op_definition

@@ -223,6 +223,22 @@ def concat_shape(shapes: Sequence[Sequence[int]], axis: int) -> Shape:
     return tuple(total if i == axis else d for i, d in enumerate(first))
 
 
+def gather_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> Shape:
+    """numpy.take along `axis`: data.shape[:axis] + indices.shape + data.shape[axis + 1:].
+
+    Gathered indices are clamped into the axis, so an axis of extent 0 can only be read
+    with no indices at all."""
+    if not data:
+        raise VerifyException("data must have rank at least 1, got a scalar")
+    axis = normalize_axis(axis, len(data))
+    if data[axis] == 0 and _count(indices) > 0:
+        raise VerifyException(
+            f"cannot gather {format_shape(indices)} indices from axis {axis} of extent 0 "
+            f"(data {format_shape(data)})"
+        )
+    return (*data[:axis], *indices, *data[axis + 1 :])
+
+
 def pad_shape(shape: Sequence[int], low: Sequence[int], high: Sequence[int]) -> Shape:
     """Constant padding adds `low[i]` before and `high[i]` after dimension i."""
     if len(low) != len(shape) or len(high) != len(shape):

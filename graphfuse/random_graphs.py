@@ -3,9 +3,9 @@
 The generator mimics the shape of real networks: each new op mostly reads recent values
 (a sliding window, as layers do), sometimes an older one (skip connections), and mixes
 every fusion kind: elementwise and broadcasting binary ops, reductions, transposes and
-reshapes, matmuls, broadcasts, concats, an opaque sort, small constants, and compound
-ops (softmax, reduce_mean, gelu, silu) for the front end to open. All values
-stay bounded (tanh, sigmoid, small fan-in), so results are finite and comparable.
+reshapes, matmuls, broadcasts, concats, gathers of constant indices, an opaque sort, small
+constants, and compound ops (softmax, reduce_mean, gelu, silu) for the front end to open.
+All values stay bounded (tanh, sigmoid, small fan-in), so results are finite and comparable.
 """
 
 from __future__ import annotations
@@ -106,6 +106,26 @@ class _Builder:
         )
         return True
 
+    def gather(self) -> bool:
+        """A gather keeping the shape, of constant indices that may be negative or out of
+        range (clamped), so both index rules are exercised."""
+        source, axis = [(_A, 0), (_A, 1), (_T, -1)][int(self.rng.integers(3))]
+        operand = self.pick({source})
+        if operand is None:
+            return False
+        dim = source[axis]
+        indices = [int(i) for i in self.rng.integers(-dim - 1, dim + 1, size=dim)]
+        index_type = f"tensor<{dim}x{self.rng.choice(['i32', 'i64'])}>"
+        self.lines.append(
+            f"  %c{len(self.shapes)} = graph.constant dense<{indices}> : {index_type}"
+        )
+        self.emit(
+            f"graph.gather %v{operand}, %c{len(self.shapes)} axis = {axis} : "
+            f"({_type(source)}, {index_type}) -> {_type(source)}",
+            source,
+        )
+        return True
+
     def scaled(self) -> bool:
         operand = self.pick()
         assert operand is not None
@@ -132,6 +152,7 @@ class _Builder:
             (0.03, self.shaped(_V, "graph.broadcast_to {v}", _A)),
             (0.03, self.shaped(_A, "graph.sort {v} axis = 1", _A)),
             (0.03, self.concat),
+            (0.03, self.gather),
             (0.05, self.scaled),
             (0.02, self.shaped(_A, "graph.softmax {v} axis = 1", _A)),
             (0.02, self.shaped(_A, "graph.reduce_mean {v} axes = [1] keepdims", _R)),

@@ -371,19 +371,32 @@ class _KernelBuilder:
         return self._guarded(op.input, shifted, fill, padded)
 
     def _gather(self, op: graph.GatherOp, index: tuple[Index, ...]) -> SSAValue:
-        """data at index with the gathered dim replaced by the index read from `indices`
-        (negative ones wrapped, then clamped into range)."""
-        em = self.em
+        """data at `index` with the dims indices spans replaced by one position on `axis`:
+        the index read from `indices` there (a data-dependent index map)."""
         shape = _shape(op.data)
         axis = rules.normalize_axis(op.axis.value.data, len(shape))
         rank = len(_shape(op.indices))
-        raw = self.value_at(op.indices, index[axis : axis + rank])
-        position = em.emit(arith.IndexCastOp(raw, IndexType()))
-        dim = shape[axis]
-        negative = em.emit(arith.CmpiOp(position, em.index_value(0), "slt"))
-        wrapped = em.emit(arith.SelectOp(negative, em.iadd(position, dim), position))
-        clamped = em.iclamp(wrapped, dim)
-        return self.value_at(op.data, (*index[:axis], clamped, *index[axis + rank :]))
+        position = self._gather_position(op.indices, index[axis : axis + rank], shape[axis])
+        return self.value_at(op.data, (*index[:axis], position, *index[axis + rank :]))
+
+    def _gather_position(self, indices: SSAValue, at: tuple[Index, ...], dim: int) -> Index:
+        """indices[at] as an index into an axis of extent `dim`: a negative one wrapped
+        (+ dim), then clamped into [0, dim - 1] as the reference interpreter does, so the
+        load stays inside the buffer. Known when the indices are a constant read at a
+        known place, or when the axis has one element."""
+        known = _constant_element(indices, at)
+        if dim == 1 or known is not None:
+            wrapped = 0 if known is None else known + dim if known < 0 else known
+            return min(max(wrapped, 0), dim - 1)
+        em = self.em
+
+        def position() -> SSAValue:
+            raw = em.emit(arith.IndexCastOp(self.value_at(indices, at), IndexType()))
+            negative = em.emit(arith.CmpiOp(raw, em.index_value(0), "slt"))
+            wrapped = em.emit(arith.SelectOp(negative, em.index_value(em.iadd(raw, dim)), raw))
+            return em.index_value(em.iclamp(wrapped, dim))
+
+        return em.cached(("gather_position", indices, at, dim), position)
 
     def _concat(self, op: graph.ConcatOp, index: tuple[Index, ...]) -> SSAValue:
         em = self.em
@@ -583,6 +596,15 @@ class _KernelBuilder:
         ]
     )
     """Non-elementwise graph op type -> how to compute one element of its result."""
+
+
+def _constant_element(value: SSAValue, at: tuple[Index, ...]) -> int | None:
+    """The integer element of a `graph.constant` at a known index, else None."""
+    owner = value.owner
+    place = tuple(i for i in at if isinstance(i, int))
+    if not isinstance(owner, graph.ConstantOp) or len(place) != len(at):
+        return None
+    return int(dense_to_numpy(owner.value)[place])
 
 
 def _reduced_index(

@@ -201,6 +201,55 @@ func.func @main(%x: tensor<2x3x4xf32>, %y: tensor<2x3x2xf32>) -> (tensor<5x2x3x4
     assert (border == 1.5).all()
 
 
+def _type(shape: tuple[int, ...], element: str) -> str:
+    return f"tensor<{''.join(f'{d}x' for d in shape)}{element}>"
+
+
+def _gather_text(data: np.ndarray, indices: np.ndarray, axis: int, element: str) -> str:
+    d = _type(data.shape, "f32")
+    i = _type(indices.shape, element)
+    rank = data.ndim
+    a = axis + rank if axis < 0 else axis
+    r = _type((*data.shape[:a], *indices.shape, *data.shape[a + 1 :]), "f32")
+    op = f"graph.gather %d, %i axis = {axis} : ({d}, {i}) -> {r}"
+    return _single(op, f"%d: {d}, %i: {i}", r)
+
+
+@pytest.mark.parametrize(
+    ("shape", "indices", "axis"),
+    [
+        ((10, 4), [[0, 3, 9, 3, 1], [2, 2, 8, 0, 7]], 0),  # embedding rows, ids [2, 5]
+        ((3, 6, 2), [5, 0, 2, 2], 1),
+        ((3, 6, 2), [[1, 0], [0, 1]], -1),
+        ((5, 3), 4, 0),  # rank-0 indices drop the axis
+        ((5, 3), 1, -1),
+    ],
+)
+@pytest.mark.parametrize("element", ["i32", "i64"])
+def test_gather_matches_numpy_take(shape, indices, axis, element, rng):
+    data = rng.standard_normal(shape).astype(np.float32)
+    idx = np.array(indices, dtype=np.int32 if element == "i32" else np.int64)
+    (out,) = run_text(_gather_text(data, idx, axis, element), data, idx)
+    np.testing.assert_array_equal(out, np.take(data, idx, axis=axis))
+
+
+def test_gather_negative_indices_count_from_the_end_and_others_clamp(rng):
+    data = rng.standard_normal((6, 3)).astype(np.float32)
+    idx = np.array([-1, -6, 5, -7, 6, 100, np.iinfo(np.int64).min], dtype=np.int64)
+    (out,) = run_text(_gather_text(data, idx, 0, "i64"), data, idx)
+    # ONNX: a negative index counts from the end; graphfuse clamps what is still outside.
+    rows = [5, 0, 5, 0, 5, 5, 0]
+    expected = np.stack([data[r] for r in rows])
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_gather_from_axis_of_extent_zero_with_no_indices():
+    data = np.zeros((0, 3), np.float32)
+    idx = np.zeros((0,), np.int64)
+    (out,) = run_text(_gather_text(data, idx, 0, "i64"), data, idx)
+    assert out.shape == (0, 3)
+
+
 @pytest.mark.parametrize(
     ("op", "fn"),
     [

@@ -338,6 +338,57 @@ func.func @concat(%x: tensor<4x3xf32>, %y: tensor<4x5xf32>) -> tensor<4x8xf32> {
 
 // -----
 
+// Gather: the index read from the indices (at the dims they span) becomes the load's index
+// on the axis: cast to index, wrapped when negative, clamped into the axis.
+// CHECK-LABEL: loop.kernel @fused_gather {
+// CHECK-NEXT: ^{{.*}}(%[[X:.*]]: memref<6x4xf32>, %[[IDX:.*]]: memref<2x3xi32>, %[[OUT:.*]]: memref<2x3x4xf32>):
+// CHECK-DAG:    %[[C5:.*]] = arith.constant 5 : index
+// CHECK-DAG:    %[[C6:.*]] = arith.constant 6 : index
+// CHECK-DAG:    %[[C0:.*]] = arith.constant 0 : index
+// CHECK:        loop.parallel [2, 3, 4] {
+// CHECK-NEXT:   ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index, %[[K:.*]]: index):
+// CHECK-NEXT:     %[[RAW:.*]] = loop.load %[[IDX]][%[[I]], %[[J]]] : memref<2x3xi32> -> i32
+// CHECK-NEXT:     %[[P:.*]] = arith.index_cast %[[RAW]] : i32 to index
+// CHECK-NEXT:     %[[NEG:.*]] = arith.cmpi slt, %[[P]], %[[C0]] : index
+// CHECK-NEXT:     %[[UP:.*]] = arith.addi %[[P]], %[[C6]] : index
+// CHECK-NEXT:     %[[W:.*]] = arith.select %[[NEG]], %[[UP]], %[[P]] : index
+// CHECK-NEXT:     %[[LO:.*]] = arith.maxsi %[[W]], %[[C0]] : index
+// CHECK-NEXT:     %[[CL:.*]] = arith.minsi %[[LO]], %[[C5]] : index
+// CHECK-NEXT:     %[[V:.*]] = loop.load %[[X]][%[[CL]], %[[K]]] : memref<6x4xf32> -> f32
+// CHECK-NEXT:     loop.store %[[V]], %[[OUT]][%[[I]], %[[J]], %[[K]]]
+func.func @gather(%x: tensor<6x4xf32>, %i: tensor<2x3xi32>) -> tensor<2x3x4xf32> {
+  %0 = graph.fused "fused_gather"(%x, %i) kind = injective : (tensor<6x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32> {
+  ^bb0(%xa: tensor<6x4xf32>, %ia: tensor<2x3xi32>):
+    %g = graph.gather %xa, %ia axis = 0 : (tensor<6x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
+    graph.yield %g : tensor<2x3x4xf32>
+  }
+  func.return %0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// A constant rank-0 index is wrapped at compile time: x[:, -1] is a load at column 3.
+// CHECK-LABEL: loop.kernel @fused_gather {
+// CHECK-NEXT: ^{{.*}}(%[[X:.*]]: memref<6x4xf32>, %[[OUT:.*]]: memref<6xf32>):
+// CHECK-NEXT:   %[[C3:.*]] = arith.constant 3 : index
+// CHECK-NEXT:   loop.parallel [6] {
+// CHECK-NEXT:   ^{{.*}}(%[[I:.*]]: index):
+// CHECK-NEXT:     %[[V:.*]] = loop.load %[[X]][%[[I]], %[[C3]]] : memref<6x4xf32> -> f32
+// CHECK-NEXT:     loop.store %[[V]], %[[OUT]][%[[I]]]
+// CHECK-NOT:  arith.index_cast
+// CHECK-LABEL: func.func @gather_constant_scalar_index(
+func.func @gather_constant_scalar_index(%x: tensor<6x4xf32>) -> tensor<6xf32> {
+  %0 = graph.fused "fused_gather"(%x) kind = injective : (tensor<6x4xf32>) -> tensor<6xf32> {
+  ^bb0(%xa: tensor<6x4xf32>):
+    %last = graph.constant dense<-1> : tensor<i64>
+    %g = graph.gather %xa, %last axis = 1 : (tensor<6x4xf32>, tensor<i64>) -> tensor<6xf32>
+    graph.yield %g : tensor<6xf32>
+  }
+  func.return %0 : tensor<6xf32>
+}
+
+// -----
+
 // f16 is computed in f32: extended on load, truncated on store.
 // CHECK-LABEL: loop.kernel @fused_exp {
 // CHECK:        %[[V:.*]] = loop.load %{{.*}}[%{{.*}}] : memref<8xf16> -> f16

@@ -275,6 +275,46 @@ func.func @concat_of_elementwise(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> te
 
 // -----
 
+// An embedding lookup and its elementwise epilogue: one injective kernel.
+// CHECK-LABEL: func.func @gather_add_relu
+// CHECK-NEXT: %[[K:.*]] = graph.fused "fused_gather_add_relu"(%t, %ids, %b) kind = injective
+// CHECK-NOT: graph.fused
+// CHECK: func.return %[[K]]
+func.func @gather_add_relu(%t: tensor<10x4xf32>, %ids: tensor<2x5xi64>, %b: tensor<4xf32>) -> tensor<2x5x4xf32> {
+  %g = graph.gather %t, %ids axis = 0 : (tensor<10x4xf32>, tensor<2x5xi64>) -> tensor<2x5x4xf32>
+  %a = graph.add %g, %b : (tensor<2x5x4xf32>, tensor<4xf32>) -> tensor<2x5x4xf32>
+  %r = graph.relu %a : tensor<2x5x4xf32>
+  func.return %r : tensor<2x5x4xf32>
+}
+
+// -----
+
+// Elementwise producers of both operands (the data and the indices) fuse into the gather.
+// CHECK-LABEL: func.func @gather_of_elementwise
+// CHECK-NEXT: %[[K:.*]] = graph.fused "fused_exp_cast_gather"(%t, %f) kind = injective
+// CHECK-NOT: graph.fused
+// CHECK: func.return %[[K]]
+func.func @gather_of_elementwise(%t: tensor<10x4xf32>, %f: tensor<6xf32>) -> tensor<6x4xf32> {
+  %e = graph.exp %t : tensor<10x4xf32>
+  %c = graph.cast %f : tensor<6xf32> -> tensor<6xi64>
+  %g = graph.gather %e, %c axis = 0 : (tensor<10x4xf32>, tensor<6xi64>) -> tensor<6x4xf32>
+  func.return %g : tensor<6x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gather_into_reduction_stays_apart
+// CHECK-NEXT: %[[G:.*]] = graph.fused "fused_gather"(%t, %ids) kind = injective
+// CHECK: %[[S:.*]] = graph.fused "fused_reduce_sum"(%[[G]]) kind = reduction
+// CHECK: func.return %[[S]]
+func.func @gather_into_reduction_stays_apart(%t: tensor<10x4xf32>, %ids: tensor<6xi32>) -> tensor<6xf32> {
+  %g = graph.gather %t, %ids axis = 0 : (tensor<10x4xf32>, tensor<6xi32>) -> tensor<6x4xf32>
+  %s = graph.reduce_sum %g axes = [1] : tensor<6x4xf32> -> tensor<6xf32>
+  func.return %s : tensor<6xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @already_fused_kernel_untouched
 // CHECK-NEXT: %[[K:.*]] = graph.fused "fused_exp_neg"(%x) kind = elemwise
 // CHECK-NEXT: ^{{.*}}(%[[A:.*]]: tensor<16xf32>):

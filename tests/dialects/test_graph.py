@@ -6,7 +6,7 @@ import pytest
 from xdsl.builder import ImplicitBuilder
 from xdsl.context import Context
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType, f32
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType, f32, i32, i64
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 from xdsl.utils.exceptions import VerifyException
@@ -74,6 +74,7 @@ def test_fusion_kind_of_shape_ops():
         graph.SliceOp: FusionKind.INJECTIVE,
         graph.PadOp: FusionKind.INJECTIVE,
         graph.ConcatOp: FusionKind.INJECTIVE,
+        graph.GatherOp: FusionKind.INJECTIVE,
     }
     for op_type, kind in expected.items():
         trait = op_type.get_trait(FusionKindTrait)
@@ -121,6 +122,33 @@ def test_builder_reduce_keepdims_and_transpose():
     assert kept.result.type == TensorType(f32, (1, 3, 1))
     assert dropped.result.type == TensorType(f32, (2, 4))
     assert transposed.result.type == TensorType(f32, (4, 2, 3))
+
+
+def _gather_function() -> tuple[ModuleOp, func.FuncOp]:
+    """@main(table: 10x4xf32, ids: 2x5xi64, scalar: i32)."""
+    types = [TensorType(f32, (10, 4)), TensorType(i64, (2, 5)), TensorType(i32, ())]
+    function = func.FuncOp("main", (types, []))
+    return ModuleOp([function]), function
+
+
+def test_builder_gather_infers_result_shape():
+    module, function = _gather_function()
+    table, ids, scalar = function.body.block.args
+    with ImplicitBuilder(function.body.block):
+        rows = graph.GatherOp(table, ids)
+        column = graph.GatherOp(table, scalar, axis=-1)
+        func.ReturnOp()
+    module.verify()
+    assert rows.result.type == TensorType(f32, (2, 5, 4))
+    assert column.result.type == TensorType(f32, (10,))
+    assert column.axis.value.data == -1
+
+
+def test_builder_gather_rejects_bad_axis():
+    _, function = _gather_function()
+    table, ids, _ = function.body.block.args
+    with pytest.raises(VerifyException, match="axis 2 is out of range for rank 2"):
+        graph.GatherOp(table, ids, axis=2)
 
 
 def test_builder_rejects_bad_perm():

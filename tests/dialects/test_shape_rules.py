@@ -72,6 +72,25 @@ def test_concat_and_pad_shapes():
     assert rules.pad_shape((2, 3), (1, 0), (2, 4)) == (5, 7)
 
 
+@pytest.mark.parametrize(
+    ("data", "indices", "axis"),
+    [((10, 4), (2, 5), 0), ((3, 6, 2), (4,), 1), ((3, 6, 2), (), -1), ((5,), (2, 2, 2), 0)],
+)
+def test_gather_shape_matches_numpy_take(data, indices, axis):
+    expected = np.take(np.zeros(data), np.zeros(indices, np.int64), axis=axis).shape
+    assert rules.gather_shape(data, indices, axis) == expected
+
+
+def test_gather_shape_errors():
+    with pytest.raises(VerifyException, match="axis -3 is out of range for rank 2"):
+        rules.gather_shape((10, 4), (3,), -3)
+    with pytest.raises(VerifyException, match="data must have rank at least 1"):
+        rules.gather_shape((), (3,), 0)
+    with pytest.raises(VerifyException, match="from axis 1 of extent 0"):
+        rules.gather_shape((2, 0), (1,), 1)
+    assert rules.gather_shape((2, 0), (0,), 1) == (2, 0)
+
+
 def test_slice_reads_past_end():
     rules.slice_shape((10,), (1,), (3,), (4,))  # reads 1, 5, 9
     with pytest.raises(VerifyException, match="reads past the input extent 10"):

@@ -328,6 +328,145 @@ def test_transpose_3d_alone() -> None:
 
 
 # ---------------------------------------------------------------------------------------
+# gather
+# ---------------------------------------------------------------------------------------
+
+
+def _dense(array: np.ndarray) -> str:
+    return f"dense<{array.tolist()}>"
+
+
+_WORDS = np.arange(16 * 8, dtype=np.float32).reshape(16, 8) * 0.25 - 7.0
+"""An embedding table above SMALL_CONSTANT_ELEMENTS: the kernel reads it as an input."""
+_SMALL_TABLE = np.arange(10 * 4, dtype=np.float32).reshape(10, 4) * -0.5 + 3.0
+"""A table small enough to be cloned into the kernel (a module-level global)."""
+
+GATHER = f"""
+func.func @embedding(%ids: tensor<2x5xi64>) -> tensor<2x5x8xf32> {{
+  %table = graph.constant {_dense(_WORDS)} : tensor<16x8xf32>
+  %0 = graph.gather %table, %ids axis = 0 : (tensor<16x8xf32>, tensor<2x5xi64>) -> tensor<2x5x8xf32>
+  func.return %0 : tensor<2x5x8xf32>
+}}
+func.func @small_table(%ids: tensor<3xi32>) -> tensor<3x4xf32> {{
+  %table = graph.constant {_dense(_SMALL_TABLE)} : tensor<10x4xf32>
+  %0 = graph.gather %table, %ids axis = 0 : (tensor<10x4xf32>, tensor<3xi32>) -> tensor<3x4xf32>
+  func.return %0 : tensor<3x4xf32>
+}}
+func.func @axis1(%x: tensor<3x6x2xf32>, %i: tensor<2x2xi32>) -> tensor<3x2x2x2xf32> {{
+  %0 = graph.gather %x, %i axis = 1 : (tensor<3x6x2xf32>, tensor<2x2xi32>) -> tensor<3x2x2x2xf32>
+  func.return %0 : tensor<3x2x2x2xf32>
+}}
+func.func @rank0(%x: tensor<5x3xf32>, %i: tensor<i64>) -> (tensor<3xf32>, tensor<5xf32>) {{
+  %0 = graph.gather %x, %i axis = 0 : (tensor<5x3xf32>, tensor<i64>) -> tensor<3xf32>
+  %1 = graph.gather %x, %i axis = -1 : (tensor<5x3xf32>, tensor<i64>) -> tensor<5xf32>
+  func.return %0, %1 : tensor<3xf32>, tensor<5xf32>
+}}
+func.func @wrap_and_clamp(%x: tensor<6x3xf32>, %i: tensor<2x4xi64>) -> tensor<2x4x3xf32> {{
+  %0 = graph.gather %x, %i axis = 0 : (tensor<6x3xf32>, tensor<2x4xi64>) -> tensor<2x4x3xf32>
+  func.return %0 : tensor<2x4x3xf32>
+}}
+func.func @constant_indices(%x: tensor<4x5xf32>) -> (tensor<4x2x3xf32>, tensor<4xf32>, tensor<5xf32>) {{
+  %i = graph.constant dense<[[2, -1, 7], [0, -9, 4]]> : tensor<2x3xi64>
+  %0 = graph.gather %x, %i axis = 1 : (tensor<4x5xf32>, tensor<2x3xi64>) -> tensor<4x2x3xf32>
+  %last = graph.constant dense<-1> : tensor<i32>
+  %1 = graph.gather %x, %last axis = 1 : (tensor<4x5xf32>, tensor<i32>) -> tensor<4xf32>
+  %2 = graph.gather %x, %last axis = 0 : (tensor<4x5xf32>, tensor<i32>) -> tensor<5xf32>
+  func.return %0, %1, %2 : tensor<4x2x3xf32>, tensor<4xf32>, tensor<5xf32>
+}}
+func.func @add_relu(%ids: tensor<2x5xi64>, %bias: tensor<8xf32>) -> tensor<2x5x8xf32> {{
+  %table = graph.constant {_dense(_WORDS)} : tensor<16x8xf32>
+  %0 = graph.gather %table, %ids axis = 0 : (tensor<16x8xf32>, tensor<2x5xi64>) -> tensor<2x5x8xf32>
+  %1 = graph.add %0, %bias : (tensor<2x5x8xf32>, tensor<8xf32>) -> tensor<2x5x8xf32>
+  %2 = graph.relu %1 : tensor<2x5x8xf32>
+  func.return %2 : tensor<2x5x8xf32>
+}}
+func.func @computed_operands(%x: tensor<6x4xf32>, %f: tensor<3xf32>) -> tensor<3x4xf32> {{
+  %e = graph.exp %x : tensor<6x4xf32>
+  %s = graph.mul %f, %f : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %i = graph.cast %s : tensor<3xf32> -> tensor<3xi32>
+  %0 = graph.gather %e, %i axis = 0 : (tensor<6x4xf32>, tensor<3xi32>) -> tensor<3x4xf32>
+  %1 = graph.neg %0 : tensor<3x4xf32>
+  func.return %1 : tensor<3x4xf32>
+}}
+func.func @int64_data(%x: tensor<4x3xi64>, %i: tensor<5xi32>) -> tensor<4x5xi64> {{
+  %0 = graph.gather %x, %i axis = 1 : (tensor<4x3xi64>, tensor<5xi32>) -> tensor<4x5xi64>
+  func.return %0 : tensor<4x5xi64>
+}}
+"""
+
+
+def _ids(values: list[Any], dtype: Any = np.int64) -> np.ndarray:
+    return np.array(values, dtype=dtype)
+
+
+def test_gather_embedding_rows_of_constant_table() -> None:
+    """BERT's word embeddings: i64 token ids [batch, sequence] into a [vocab, hidden] table."""
+    ids = _ids([[0, 3, 15, 7, 7], [1, 2, 14, 0, 9]])
+    got = _compile(GATHER, "embedding")(ids)
+    np.testing.assert_array_equal(got, _WORDS[ids])
+    _check(GATHER, "embedding", inputs=[ids])
+
+
+def test_gather_from_small_constant_table() -> None:
+    _check(GATHER, "small_table", inputs=[_ids([9, 0, 4], np.int32)])
+
+
+def test_gather_axis1_with_rank2_indices() -> None:
+    x = np.arange(36, dtype=np.float32).reshape(3, 6, 2)
+    i = _ids([[5, 0], [2, 2]], np.int32)
+    got = _compile(GATHER, "axis1")(x, i)
+    np.testing.assert_array_equal(got, np.take(x, i, axis=1))
+
+
+def test_gather_rank0_indices_drop_the_axis() -> None:
+    x = np.arange(15, dtype=np.float32).reshape(5, 3)
+    rows, columns = _compile(GATHER, "rank0")(x, np.array(2, np.int64))
+    np.testing.assert_array_equal(rows, x[2])
+    np.testing.assert_array_equal(columns, x[:, 2])
+
+
+def test_gather_negative_indices_wrap_and_out_of_range_clamp() -> None:
+    x = np.arange(18, dtype=np.float32).reshape(6, 3)
+    i = _ids([[-1, -6, 0, 5], [-7, 6, 100, INT64_MIN]])
+    got = _compile(GATHER, "wrap_and_clamp")(x, i)
+    rows = [[5, 0, 0, 5], [0, 5, 5, 0]]
+    np.testing.assert_array_equal(got, x[rows])
+    _check(GATHER, "wrap_and_clamp", inputs=[x, i])
+
+
+def test_gather_constant_indices_in_kernel() -> None:
+    """Constant indices: a table read in the loop, and a scalar folded (wrapped) at
+    compile time."""
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    table, column, row = _compile(GATHER, "constant_indices")(x)
+    np.testing.assert_array_equal(table, x[:, [[2, 4, 4], [0, 0, 4]]])
+    np.testing.assert_array_equal(column, x[:, -1])
+    np.testing.assert_array_equal(row, x[-1])
+
+
+def test_gather_add_relu_is_one_kernel() -> None:
+    compiled = _compile(GATHER, "add_relu")
+    assert compiled.kernel_count == 1
+    ids = _ids([[4, -1, 15, 0, -2], [3, 3, 8, -16, 2]])
+    bias = np.linspace(-2, 2, 8, dtype=np.float32)
+    np.testing.assert_array_equal(compiled(ids, bias), np.maximum(_WORDS[ids % 16] + bias, 0))
+    _check(GATHER, "add_relu", inputs=[ids, bias])
+
+
+def test_gather_data_and_indices_computed_in_kernel() -> None:
+    """exp(x) read at indices cast from f*f: both operands computed inside one kernel."""
+    assert _compile(GATHER, "computed_operands").kernel_count == 1
+    x = np.linspace(-1, 1, 24, dtype=np.float32).reshape(6, 4)
+    f = _f32(2.2, -1.1, 1.9)  # squares 4.84, 1.21, 3.61: rows 4, 1, 3
+    _check(GATHER, "computed_operands", inputs=[x, f])
+
+
+def test_gather_int64_data_int32_indices() -> None:
+    x = np.arange(12, dtype=np.int64).reshape(4, 3) * 1_000_000_007
+    _check(GATHER, "int64_data", inputs=[x, _ids([2, -3, 1, 3, -4], np.int32)])
+
+
+# ---------------------------------------------------------------------------------------
 # reductions
 # ---------------------------------------------------------------------------------------
 

@@ -193,6 +193,62 @@ func.func @concat_empty() {
 
 // -----
 
+func.func @gather_float_indices(%x: tensor<10x4xf32>, %i: tensor<3xf32>) {
+  %0 = graph.gather %x, %i axis = 0 : (tensor<10x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+  // CHECK: indices must be a tensor of i32 or i64
+  func.return
+}
+
+// -----
+
+func.func @gather_bool_indices(%x: tensor<10x4xf32>, %i: tensor<3xi1>) {
+  %0 = graph.gather %x, %i axis = 0 : (tensor<10x4xf32>, tensor<3xi1>) -> tensor<3x4xf32>
+  // CHECK: indices must be a tensor of i32 or i64
+  func.return
+}
+
+// -----
+
+func.func @gather_axis(%x: tensor<10x4xf32>, %i: tensor<3xi64>) {
+  %0 = graph.gather %x, %i axis = -3 : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  // CHECK: axis -3 is out of range for rank 2
+  func.return
+}
+
+// -----
+
+func.func @gather_result(%x: tensor<10x4xf32>, %i: tensor<2x3xi64>) {
+  %0 = graph.gather %x, %i axis = -1 : (tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+  // CHECK: result #0 has shape 2x3x4, expected 10x2x3 (gather along axis -1)
+  func.return
+}
+
+// -----
+
+func.func @gather_element_type(%x: tensor<10x4xf32>, %i: tensor<3xi64>) {
+  %0 = graph.gather %x, %i axis = 0 : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf16>
+  // CHECK: attribute f32 expected from variable 'E', but got f16
+  func.return
+}
+
+// -----
+
+func.func @gather_scalar_data(%x: tensor<f32>, %i: tensor<3xi64>) {
+  %0 = graph.gather %x, %i axis = 0 : (tensor<f32>, tensor<3xi64>) -> tensor<3xf32>
+  // CHECK: data must have rank at least 1, got a scalar
+  func.return
+}
+
+// -----
+
+func.func @gather_empty_axis(%x: tensor<0x4xf32>, %i: tensor<2xi64>) {
+  %0 = graph.gather %x, %i axis = 0 : (tensor<0x4xf32>, tensor<2xi64>) -> tensor<2x4xf32>
+  // CHECK: cannot gather 2 indices from axis 0 of extent 0 (data 0x4)
+  func.return
+}
+
+// -----
+
 func.func @pad_negative(%x: tensor<3x4xf32>) {
   %0 = graph.pad %x low = [0, -1] high = [0, 0] : tensor<3x4xf32> -> tensor<3x3xf32>
   // CHECK: padding must be non-negative, got [0, -1], [0, 0]

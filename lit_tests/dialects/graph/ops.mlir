@@ -90,6 +90,21 @@ func.func @shape_ops(%x: tensor<2x3x4xf32>, %y: tensor<2x3x2xf32>) -> tensor<5x3
 
 // -----
 
+// CHECK-LABEL: func.func @gather
+func.func @gather(%table: tensor<10x4xf32>, %ids: tensor<2x5xi64>, %i: tensor<3xi32>, %s: tensor<i64>, %b: tensor<3x2xi1>) -> tensor<2x5x4xf32> {
+  // CHECK-NEXT: graph.gather %{{.*}}, %{{.*}} axis = 0 : (tensor<10x4xf32>, tensor<2x5xi64>) -> tensor<2x5x4xf32>
+  %0 = graph.gather %table, %ids axis = 0 : (tensor<10x4xf32>, tensor<2x5xi64>) -> tensor<2x5x4xf32>
+  // CHECK-NEXT: graph.gather %{{.*}}, %{{.*}} axis = -1 : (tensor<10x4xf32>, tensor<3xi32>) -> tensor<10x3xf32>
+  %1 = graph.gather %table, %i axis = -1 : (tensor<10x4xf32>, tensor<3xi32>) -> tensor<10x3xf32>
+  // CHECK-NEXT: graph.gather %{{.*}}, %{{.*}} axis = 1 : (tensor<10x4xf32>, tensor<i64>) -> tensor<10xf32>
+  %2 = graph.gather %table, %s axis = 1 : (tensor<10x4xf32>, tensor<i64>) -> tensor<10xf32>
+  // CHECK-NEXT: graph.gather %{{.*}}, %{{.*}} axis = 0 : (tensor<3x2xi1>, tensor<3xi32>) -> tensor<3x2xi1>
+  %3 = graph.gather %b, %i axis = 0 : (tensor<3x2xi1>, tensor<3xi32>) -> tensor<3x2xi1>
+  func.return %0 : tensor<2x5x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @reductions
 func.func @reductions(%x: tensor<2x3x4xf32>, %i: tensor<2x3xi32>) -> tensor<2xf32> {
   // CHECK-NEXT: graph.reduce_sum %{{.*}} axes = [1, 2] : tensor<2x3x4xf32> -> tensor<2xf32>
