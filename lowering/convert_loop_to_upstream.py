@@ -14,6 +14,7 @@ output is plain upstream MLIR; `mlir-opt` parses it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -43,6 +44,11 @@ _COMBINE: dict[tuple[loop.ReduceKind, bool], Callable[[SSAValue, SSAValue], Oper
 }
 
 
+PARALLEL_MIN_WORK = 1 << 15
+"""Loop nests with fewer iterations than this (counting nested reductions) stay serial:
+handing a small loop to worker threads costs tens of microseconds, more than the loop."""
+
+
 @dataclass(frozen=True)
 class ConvertLoopToUpstreamPass(ModulePass):
     """Lower the loop dialect to scf/memref/arith/math/func that upstream mlir-opt reads."""
@@ -53,16 +59,19 @@ class ConvertLoopToUpstreamPass(ModulePass):
     """Run the leading dims of each kernel's top-level loops as scf.parallel (for threads:
     mlir-opt's async-parallel-for, or an OpenMP lowering, picks them up)."""
 
+    min_work: int = PARALLEL_MIN_WORK
+    """Nests with fewer iterations (nested reductions counted) stay serial."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for inner in reversed(list(op.walk())):
-            _convert(inner, self.parallel)
+            _convert(inner, self.min_work if self.parallel else None)
         store_bools_as_bytes(op)
         for function in op.ops:
             if isinstance(function, func.FuncOp) and "graphfuse.outputs" in function.attributes:
                 function.attributes["llvm.emit_c_interface"] = UnitAttr()
 
 
-def _convert(op: Operation, parallel: bool) -> None:
+def _convert(op: Operation, min_work: int | None) -> None:
     if isinstance(op, loop.LoadOp):
         Rewriter.replace_op(op, memref.LoadOp.get(op.buffer, op.indices))
     elif isinstance(op, loop.StoreOp):
@@ -70,7 +79,7 @@ def _convert(op: Operation, parallel: bool) -> None:
     elif isinstance(op, loop.CallOp):
         Rewriter.replace_op(op, func.CallOp(op.callee, op.buffers, []))
     elif isinstance(op, loop.ParallelOp):
-        _lower_nest(op, op.shape, None, parallel)
+        _lower_nest(op, op.shape, None, min_work)
     elif isinstance(op, loop.ReduceOp):
         _lower_nest(op, op.shape, op)
     elif isinstance(op, loop.KernelOp):
@@ -87,12 +96,19 @@ def _index(value: int) -> arith.ConstantOp:
     return arith.ConstantOp(IntegerAttr(value, IndexType()))
 
 
-def _parallel_dims(op: loop.ParallelOp | loop.ReduceOp, parallel: bool) -> int:
+def _work(op: loop.ParallelOp) -> int:
+    """Iterations of `op`'s nest: its points times (1 + the points of nested reductions)."""
+    nested = sum(math.prod(r.shape) for r in op.body.walk() if isinstance(r, loop.ReduceOp))
+    return math.prod(op.shape) * (1 + nested)
+
+
+def _parallel_dims(op: loop.ParallelOp | loop.ReduceOp, min_work: int | None) -> int:
     """How many leading dims become one scf.parallel: all but the innermost (kept a plain
-    loop for the vectoriser) of a kernel's top-level loops, when threads are on."""
-    if not parallel or not isinstance(op, loop.ParallelOp) or not op.shape:
+    loop for the vectoriser) of a kernel's top-level loops, when threads are on and the
+    nest is big enough (`min_work`; None: threads off) to pay for them."""
+    if min_work is None or not isinstance(op, loop.ParallelOp) or not op.shape:
         return 0
-    if not isinstance(op.parent_op(), loop.KernelOp):
+    if not isinstance(op.parent_op(), loop.KernelOp) or _work(op) < min_work:
         return 0
     return max(len(op.shape) - 1, 1)
 
@@ -101,10 +117,10 @@ def _lower_nest(
     op: loop.ParallelOp | loop.ReduceOp,
     bounds: Sequence[int],
     reduce: loop.ReduceOp | None,
-    parallel: bool = False,
+    min_work: int | None = None,
 ) -> None:
     """Loops over `bounds` running `op`'s body: scf.for, with the leading dims of a
-    kernel's top-level loop as one scf.parallel when `parallel`; a reduction threads its
+    kernel's top-level loop as one scf.parallel (see _parallel_dims); a reduction threads its
     accumulator through every loop as an iter_arg."""
     body = op.body.block
     terminator = body.last_op
@@ -116,7 +132,7 @@ def _lower_nest(
     outer: Operation | None = None
     parent_block: Block | None = None
     induction: list[SSAValue] = []
-    n_parallel = _parallel_dims(op, parallel)
+    n_parallel = _parallel_dims(op, min_work)
     if n_parallel:
         uppers = [_index(b) for b in bounds[:n_parallel]]
         for upper in uppers:

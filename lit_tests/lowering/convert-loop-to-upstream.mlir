@@ -1,5 +1,6 @@
 // RUN: xdsl-opt %s -p convert-loop-to-upstream --split-input-file | filecheck %s
-// RUN: xdsl-opt %s -p 'convert-loop-to-upstream{parallel=true}' --split-input-file | filecheck %s --check-prefix=PAR
+// RUN: xdsl-opt %s -p 'convert-loop-to-upstream{parallel=true min_work=1}' --split-input-file | filecheck %s --check-prefix=PAR
+// RUN: xdsl-opt %s -p 'convert-loop-to-upstream{parallel=true}' --split-input-file | filecheck %s --check-prefix=SMALL
 // upstream-verifies.mlir feeds this pass's output on the bundled examples to mlir-opt.
 
 // A kernel becomes a func.func on its buffers (no C interface: only entry functions get
@@ -19,7 +20,12 @@
 // CHECK-NEXT:   }
 // CHECK-NEXT:   func.return
 
-// With threads the leading dims of a kernel's top-level box become one scf.parallel; the
+// Every nest here is smaller than the default min_work (32768 iterations): with threads
+// on they still stay serial, as handing them to workers would cost more than they do.
+// SMALL-LABEL: func.func @elementwise(
+// SMALL-NOT:   scf.parallel
+
+// With threads (and min_work=1) the leading dims of a kernel's top-level box become one scf.parallel; the
 // innermost stays an scf.for for the vectoriser.
 // PAR-LABEL: func.func @elementwise(
 // PAR:         %[[ZERO:.*]] = arith.constant 0 : index

@@ -204,13 +204,29 @@ def test_cli_compile_external_kernel_is_refused(tmp_path):
     assert not output.exists()
 
 
+BIG_ADD = """
+func.func @main(%x: tensor<256x256xf32>, %y: tensor<256xf32>) -> tensor<256x256xf32> {
+  %0 = graph.add %x, %y : (tensor<256x256xf32>, tensor<256xf32>) -> tensor<256x256xf32>
+  func.return %0 : tensor<256x256xf32>
+}
+"""
+
+
 def test_threads_run_top_level_loops_in_parallel():
     from graphfuse.compiler import CompileOptions, Stage, lower_to
 
-    serial = lower_to(parse(ADD), Stage.UPSTREAM, CompileOptions(threads=1))
-    threaded = lower_to(parse(ADD), Stage.UPSTREAM, CompileOptions(threads=2))
+    serial = lower_to(parse(BIG_ADD), Stage.UPSTREAM, CompileOptions(threads=1))
+    threaded = lower_to(parse(BIG_ADD), Stage.UPSTREAM, CompileOptions(threads=2))
     assert "scf.parallel" not in serial
     assert re.search(r"\"?scf\.parallel\"?", threaded) and "scf.reduce" in threaded
+
+
+def test_threads_leave_small_loops_serial():
+    """A 2x3 add costs less than handing it to worker threads."""
+    from graphfuse.compiler import CompileOptions, Stage, lower_to
+
+    threaded = lower_to(parse(ADD), Stage.UPSTREAM, CompileOptions(threads=2))
+    assert "scf.parallel" not in threaded
 
 
 def test_threads_must_be_positive():
@@ -223,10 +239,10 @@ def test_threads_must_be_positive():
 def test_threaded_and_serial_builds_agree():
     from graphfuse.compiler import CompileOptions
 
-    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
-    y = np.ones(3, np.float32)
-    one = graphfuse.compile(parse(ADD), options=CompileOptions(threads=1))(x, y)
-    two = graphfuse.compile(parse(ADD), options=CompileOptions(threads=2))(x, y)
+    x = np.random.default_rng(0).standard_normal((256, 256)).astype(np.float32)
+    y = np.ones(256, np.float32)
+    one = graphfuse.compile(parse(BIG_ADD), options=CompileOptions(threads=1))(x, y)
+    two = graphfuse.compile(parse(BIG_ADD), options=CompileOptions(threads=2))(x, y)
     np.testing.assert_array_equal(one, two)
 
 
