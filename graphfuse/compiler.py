@@ -8,6 +8,7 @@ then mlir-opt / mlir-translate / opt (llvm) and llc + the C compiler (a shared l
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from enum import Enum
@@ -101,6 +102,11 @@ def _to_loop(module: ModuleOp) -> None:
 
 
 def _to_upstream(module: ModuleOp, parallel: bool) -> str:
+    _to_upstream_module(module, parallel)
+    return str(module)
+
+
+def _to_upstream_module(module: ModuleOp, parallel: bool) -> ModuleOp:
     from graphfuse.lowering.approximate_math import ApproximateMathPass
     from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
     from graphfuse.lowering.split_epilogues import SplitEpiloguesPass
@@ -109,7 +115,7 @@ def _to_upstream(module: ModuleOp, parallel: bool) -> str:
     SplitEpiloguesPass().apply(ctx, module)
     ConvertLoopToUpstreamPass(parallel=parallel).apply(ctx, module)
     ApproximateMathPass().apply(ctx, module)
-    return str(module)
+    return module
 
 
 def _entry(module: ModuleOp, entry: str) -> func.FuncOp:
@@ -162,7 +168,20 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     n_scratch = _count_attribute(function, "graphfuse.scratch")
     n_in = len(arg_types) - n_out - n_scratch
     kernels = sum(1 for op in function.walk() if isinstance(op, loop.CallOp))
-    upstream = _to_upstream(module, options.threads > 1)
+    from graphfuse.lowering.detached_constants import detach_large_constants
+
+    _to_upstream_module(module, options.threads > 1)
+    # A library written to `output` must stand alone, so it keeps its constants; one used
+    # here gets the large ones copied in after loading (see detached_constants).
+    detached = {} if output is not None else detach_large_constants(module)
+    upstream = str(module)
+    if detached:
+        digest = hashlib.sha256()
+        for name, data in sorted(detached.items()):
+            digest.update(name.encode())
+            digest.update(data)
+        # Libraries differing only in detached constants must not share one loaded copy.
+        upstream += f"\n// detached constants: {digest.hexdigest()}\n"
     library = build_shared_library(
         upstream, options.target, Path(output) if output is not None else None
     )
@@ -173,4 +192,5 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
         _memrefs(arg_types[n_in : n_in + n_out]),
         _memrefs(arg_types[n_in + n_out :]),
         kernels,
+        detached,
     )

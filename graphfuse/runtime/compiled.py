@@ -3,7 +3,8 @@
 The library's entry point takes inputs, then one buffer per result, then scratch buffers
 (see convert-graph-to-loop). `CompiledFunction` checks each argument's shape and dtype,
 allocates the results, keeps the scratch buffers between calls (so a call allocates only
-its results), and returns the results as NumPy arrays.
+its results), and returns the results as NumPy arrays. Large constants left out of the
+library are copied into its reserved globals when it is loaded.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class CompiledFunction:
         outputs: Sequence[MemRefType[Attribute]],
         scratch: Sequence[MemRefType[Attribute]],
         kernel_count: int = 0,
+        detached: dict[str, bytes] | None = None,
     ):
         self.library_path = library
         self.name = name
@@ -50,6 +52,10 @@ class CompiledFunction:
         self.kernel_count = kernel_count
         """How many kernels the function calls."""
         self._library = ctypes.CDLL(str(library))
+        for symbol, data in (detached or {}).items():
+            # Large constants the library only reserves space for (detached_constants).
+            address = ctypes.addressof(ctypes.c_char.in_dll(self._library, symbol))
+            ctypes.memmove(address, data, len(data))
         self._function = getattr(self._library, f"_mlir_ciface_{name}")
         self._function.restype = None
         self._scratch = [

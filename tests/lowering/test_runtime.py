@@ -279,3 +279,30 @@ def test_split_epilogue_rows_are_private_to_each_thread(threads):
     assert "memref.alloca_scope" in lower_to(parse(MATMUL_TANH), Stage.UPSTREAM)
     for seed in range(5):
         compile_and_compare(module, seed=seed, options=CompileOptions(threads=threads))
+
+
+def _matmul_by_constant(w: np.ndarray) -> str:
+    hex_bytes = w.astype(np.float32).tobytes().hex().upper()
+    return f"""
+func.func @main(%x: tensor<8x128xf32>) -> tensor<8x256xf32> {{
+  %w = graph.constant dense<"0x{hex_bytes}"> : tensor<128x256xf32>
+  %y = graph.matmul %x, %w : (tensor<8x128xf32>, tensor<128x256xf32>) -> tensor<8x256xf32>
+  func.return %y : tensor<8x256xf32>
+}}
+"""
+
+
+def test_large_constants_are_loaded_not_built_in(tmp_path):
+    """A 128 KiB weight stays out of the library (it is copied in after loading), unless
+    the library is written out to stand alone; two graphs differing only in their
+    weights each keep their own."""
+    rng = np.random.default_rng(0)
+    w1, w2 = rng.standard_normal((2, 128, 256)).astype(np.float32)
+    x = rng.standard_normal((8, 128)).astype(np.float32)
+    first = graphfuse.compile(parse(_matmul_by_constant(w1)))
+    second = graphfuse.compile(parse(_matmul_by_constant(w2)))
+    np.testing.assert_allclose(first(x), x @ w1, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(second(x), x @ w2, rtol=1e-4, atol=1e-4)
+    standalone = graphfuse.compile(parse(_matmul_by_constant(w1)), output=tmp_path / "w.so")
+    np.testing.assert_allclose(standalone(x), x @ w1, rtol=1e-4, atol=1e-4)
+    assert first.library_path.stat().st_size + w1.nbytes // 2 < standalone.library_path.stat().st_size
