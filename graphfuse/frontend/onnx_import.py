@@ -247,6 +247,9 @@ class _Importer:
             return False
         from onnx.reference import ReferenceEvaluator
 
+        if node.op_type == "GatherElements":  # onnx.reference's fails on [1, N] indices
+            self.values[node.output[0]] = _gather_elements(node, inputs)
+            return True
         feeds = {n: v for n, v in zip(node.input, inputs, strict=True) if n}
         try:
             evaluator = ReferenceEvaluator(node, opsets=self._opsets())
@@ -309,6 +312,13 @@ class _Importer:
             except VerifyException as error:
                 node = self.builder.origin.get(op, "?")
                 raise ImportFailure(f"node {node} ({op.name}): {error}") from None
+
+
+def _gather_elements(node: Any, inputs: list[Value | None]) -> np.ndarray:
+    data, indices = np.asarray(inputs[0]), np.asarray(inputs[1])
+    axis = next((a.i for a in node.attribute if a.name == "axis"), 0) % data.ndim
+    wrapped = np.where(indices < 0, indices + data.shape[axis], indices)
+    return np.take_along_axis(data, wrapped, axis=axis)
 
 
 def parse_input_shapes(specs: Sequence[str]) -> dict[str, list[int]]:

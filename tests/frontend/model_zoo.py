@@ -131,6 +131,8 @@ def export(name: str, folder: Path, tiny: bool = True) -> Exported:
     torch.manual_seed(0)
     model, inputs = MODELS[name](tiny)
     model.eval()
+    if tiny:
+        _perturb(model)
     path = folder / f"{name}.onnx"
     with torch.no_grad():
         torch.onnx.export(
@@ -145,6 +147,24 @@ def export(name: str, folder: Path, tiny: bool = True) -> Exported:
             verbose=False,
         )
     return Exported(name, path, {k: v.numpy() for k, v in inputs.items()})
+
+
+def _perturb(model: Any) -> None:
+    """Nudge every parameter and batch-norm statistic off its initial value: a default
+    init has zero biases and unit norm scales, which the exporter drops or merges, leaving
+    those code paths (Gemm's C input, Conv bias, ...) untested."""
+    import torch
+
+    generator = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            noise = torch.randn(parameter.shape, generator=generator)
+            parameter.add_(0.05 * noise)
+        for name, buffer in model.named_buffers():
+            if name.endswith("running_var"):
+                buffer.copy_(0.5 + torch.rand(buffer.shape, generator=generator))
+            elif name.endswith("running_mean"):
+                buffer.copy_(0.1 * torch.randn(buffer.shape, generator=generator))
 
 
 def onnxruntime_run(exported: Exported) -> list[np.ndarray]:

@@ -239,3 +239,21 @@ def test_gather_with_known_contiguous_indices_is_a_slice() -> None:
     inits = {"idx": np.array([[1, 2]], np.int64), "last": np.array(-1, np.int64)}
     built = model(nodes, {"x": x}, {"g": (F, [1, 2, 4]), "h": (F, [5])}, inits)
     check_against_onnxruntime(built, {"x": x})
+
+
+def test_gather_elements_on_known_inputs_is_folded() -> None:
+    """BERT-base's export picks position ids with GatherElements on two initializers (a
+    [1, 512] table, [1, 128] indices), which onnx.reference fails to evaluate."""
+    x = _rand(1, 5, 3)
+    nodes = [
+        node("GatherElements", ["table", "idx"], ["positions"], axis=1),
+        node("Gather", ["emb", "positions"], ["e"], axis=0),
+        node("Add", ["x", "e"], ["out"]),
+    ]
+    inits = {
+        "table": np.arange(12, dtype=np.int64).reshape(1, 12) * 2 % 7,
+        "idx": np.array([[0, 1, 2, 3, -1]], np.int64),
+        "emb": _rand(12, 3, seed=1),
+    }
+    built = model(nodes, {"x": x}, {"out": (F, [1, 5, 3])}, inits)
+    check_against_onnxruntime(built, {"x": x})
