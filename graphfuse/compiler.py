@@ -106,7 +106,7 @@ def _to_upstream(module: ModuleOp, parallel: bool) -> str:
     return str(module)
 
 
-def _to_upstream_module(module: ModuleOp, parallel: bool) -> ModuleOp:
+def _to_upstream_module(module: ModuleOp, parallel: bool) -> None:
     from graphfuse.lowering.approximate_math import ApproximateMathPass
     from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
     from graphfuse.lowering.split_epilogues import SplitEpiloguesPass
@@ -115,7 +115,6 @@ def _to_upstream_module(module: ModuleOp, parallel: bool) -> ModuleOp:
     SplitEpiloguesPass().apply(ctx, module)
     ConvertLoopToUpstreamPass(parallel=parallel).apply(ctx, module)
     ApproximateMathPass().apply(ctx, module)
-    return module
 
 
 def _entry(module: ModuleOp, entry: str) -> func.FuncOp:

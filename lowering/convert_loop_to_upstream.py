@@ -63,15 +63,18 @@ class ConvertLoopToUpstreamPass(ModulePass):
     """Nests with fewer iterations (nested reductions counted) stay serial."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        # Decided before converting: the walk lowers nested reductions first, and _work
+        # counts them.
+        threaded = {o for o in op.walk() if self.parallel and _worth_threads(o, self.min_work)}
         for inner in reversed(list(op.walk())):
-            _convert(inner, self.min_work if self.parallel else None)
+            _convert(inner, inner in threaded)
         store_bools_as_bytes(op)
         for function in op.ops:
             if isinstance(function, func.FuncOp) and "graphfuse.outputs" in function.attributes:
                 function.attributes["llvm.emit_c_interface"] = UnitAttr()
 
 
-def _convert(op: Operation, min_work: int | None) -> None:
+def _convert(op: Operation, threaded: bool) -> None:
     if isinstance(op, loop.LoadOp):
         Rewriter.replace_op(op, memref.LoadOp.get(op.buffer, op.indices))
     elif isinstance(op, loop.StoreOp):
@@ -79,7 +82,7 @@ def _convert(op: Operation, min_work: int | None) -> None:
     elif isinstance(op, loop.CallOp):
         Rewriter.replace_op(op, func.CallOp(op.callee, op.buffers, []))
     elif isinstance(op, loop.ParallelOp):
-        _lower_nest(op, op.shape, None, min_work)
+        _lower_nest(op, op.shape, None, threaded)
     elif isinstance(op, loop.ReduceOp):
         _lower_nest(op, op.shape, op)
     elif isinstance(op, loop.KernelOp):
@@ -102,26 +105,25 @@ def _work(op: loop.ParallelOp) -> int:
     return math.prod(op.shape) * (1 + nested)
 
 
-def _parallel_dims(op: loop.ParallelOp | loop.ReduceOp, min_work: int | None) -> int:
-    """How many leading dims become one scf.parallel: all but the innermost (kept a plain
-    loop for the vectoriser) of a kernel's top-level loops, when threads are on and the
-    nest is big enough (`min_work`; None: threads off) to pay for them."""
-    if min_work is None or not isinstance(op, loop.ParallelOp) or not op.shape:
-        return 0
-    if not isinstance(op.parent_op(), loop.KernelOp) or _work(op) < min_work:
-        return 0
-    return max(len(op.shape) - 1, 1)
+def _worth_threads(op: Operation, min_work: int) -> bool:
+    """A kernel's top-level loop nest big enough to pay for worker threads."""
+    return (
+        isinstance(op, loop.ParallelOp)
+        and bool(op.shape)
+        and isinstance(op.parent_op(), loop.KernelOp)
+        and _work(op) >= min_work
+    )
 
 
 def _lower_nest(
     op: loop.ParallelOp | loop.ReduceOp,
     bounds: Sequence[int],
     reduce: loop.ReduceOp | None,
-    min_work: int | None = None,
+    threaded: bool = False,
 ) -> None:
-    """Loops over `bounds` running `op`'s body: scf.for, with the leading dims of a
-    kernel's top-level loop as one scf.parallel (see _parallel_dims); a reduction threads its
-    accumulator through every loop as an iter_arg."""
+    """Loops over `bounds` running `op`'s body: scf.for, with all but the innermost dim
+    (kept a plain loop for the vectoriser) as one scf.parallel when `threaded`; a reduction
+    threads its accumulator through every loop as an iter_arg."""
     body = op.body.block
     terminator = body.last_op
     assert isinstance(terminator, loop.YieldOp)
@@ -132,7 +134,7 @@ def _lower_nest(
     outer: Operation | None = None
     parent_block: Block | None = None
     induction: list[SSAValue] = []
-    n_parallel = _parallel_dims(op, min_work)
+    n_parallel = max(len(bounds) - 1, 1) if threaded else 0
     if n_parallel:
         uppers = [_index(b) for b in bounds[:n_parallel]]
         for upper in uppers:

@@ -221,6 +221,21 @@ def test_threads_run_top_level_loops_in_parallel():
     assert re.search(r"\"?scf\.parallel\"?", threaded) and "scf.reduce" in threaded
 
 
+def test_threads_count_the_reduction_inside_a_loop():
+    """A 2x2 matmul over K = 8192 is small outside but 32k multiply-adds inside (its
+    transposed-rhs copy, 16k iterations, stays serial)."""
+    from graphfuse.compiler import CompileOptions, Stage, lower_to
+
+    text = """
+func.func @main(%a: tensor<2x8192xf32>, %b: tensor<8192x2xf32>) -> tensor<2x2xf32> {
+  %0 = graph.matmul %a, %b : (tensor<2x8192xf32>, tensor<8192x2xf32>) -> tensor<2x2xf32>
+  func.return %0 : tensor<2x2xf32>
+}
+"""
+    threaded = lower_to(parse(text), Stage.UPSTREAM, CompileOptions(threads=2))
+    assert re.search(r"\"?scf\.parallel\"?", threaded)
+
+
 def test_threads_leave_small_loops_serial():
     """A 2x3 add costs less than handing it to worker threads."""
     from graphfuse.compiler import CompileOptions, Stage, lower_to
