@@ -93,6 +93,18 @@ def kernel_summary(text: str, fuse: bool) -> Summary:
     return Summary.of(kernel_stats(next(functions(module))))
 
 
+def cold_compile(module: Any, options: CompileOptions | None = None) -> tuple[Any, float]:
+    """Compile with an empty build cache; the compiled function and the seconds it took."""
+    with tempfile.TemporaryDirectory() as cold:
+        os.environ["GRAPHFUSE_CACHE_DIR"] = cold
+        try:
+            start = time.perf_counter()
+            compiled = graphfuse.compile(module, options=options or CompileOptions())
+            return compiled, time.perf_counter() - start
+        finally:
+            del os.environ["GRAPHFUSE_CACHE_DIR"]
+
+
 def measure(
     name: str, text: str, memory_bound: bool, bandwidth: float, seconds: float
 ) -> dict[str, Any]:
@@ -110,13 +122,8 @@ def measure(
         for arg in function.body.block.args
     ]
     unfused_stats, fused_stats = kernel_summary(text, False), kernel_summary(text, True)
-    with tempfile.TemporaryDirectory() as cold:
-        os.environ["GRAPHFUSE_CACHE_DIR"] = cold
-        start = time.perf_counter()
-        fused = graphfuse.compile(module)
-        compile_seconds = time.perf_counter() - start
-        unfused = graphfuse.compile(module, options=CompileOptions(fuse=False))
-    del os.environ["GRAPHFUSE_CACHE_DIR"]
+    fused, compile_seconds = cold_compile(module)
+    unfused, _ = cold_compile(module, CompileOptions(fuse=False))
     expected = fused(*inputs)
     got = unfused(*inputs)
     scale = float(np.max(np.abs(got)))

@@ -14,7 +14,6 @@ MobileNetV2); the default is the tiny CI configs.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -27,9 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_compile import best_time  # noqa: E402
+from bench_compile import best_time, cold_compile  # noqa: E402
 
-import graphfuse  # noqa: E402
 from graphfuse.compiler import CompileOptions, Stage, lower_to  # noqa: E402
 from graphfuse.frontend.onnx_import import from_onnx  # noqa: E402
 from graphfuse.passes.dataflow import functions  # noqa: E402
@@ -55,12 +53,7 @@ def measure(name: str, folder: Path, full: bool, seconds: float) -> dict[str, An
     import_seconds = time.perf_counter() - start
     ops = sum(1 for op in module.walk() if op.name.startswith("graph."))
     unfused, fused = kernels(module, False), kernels(module, True)
-    with tempfile.TemporaryDirectory() as cold:
-        os.environ["GRAPHFUSE_CACHE_DIR"] = cold
-        start = time.perf_counter()
-        compiled = graphfuse.compile(module)
-        compile_seconds = time.perf_counter() - start
-    del os.environ["GRAPHFUSE_CACHE_DIR"]
+    compiled, compile_seconds = cold_compile(module)
     arrays = list(exported.inputs.values())
     expected = onnxruntime_run(exported)
     got = compiled(*arrays)

@@ -30,7 +30,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from graphfuse.dialects import graph
 from graphfuse.dialects import shape_rules as rules
 from graphfuse.parsing import GraphfuseError
-from graphfuse.reference import numpy_to_dense
+from graphfuse.reference import numpy_dtype, numpy_to_dense
 
 Array = np.ndarray[Any, Any]
 Value = SSAValue | Array
@@ -40,7 +40,6 @@ _ELEMENT_TYPES: dict[np.dtype[Any], Attribute] = {
     np.dtype(np.float16): Float16Type(),
     np.dtype(np.int64): IntegerType(64),
     np.dtype(np.int32): IntegerType(32),
-    np.dtype(np.int8): IntegerType(8),
     np.dtype(np.bool_): IntegerType(1),
 }
 
@@ -166,11 +165,7 @@ class Builder:
         return a, b
 
     def known_as(self, array: Array, like: SSAValue) -> Array:
-        element = graph.tensor_type_of(like).get_element_type()
-        for dtype, typ in _ELEMENT_TYPES.items():
-            if typ == element:
-                return array.astype(dtype)
-        return array
+        return array.astype(numpy_dtype(graph.tensor_type_of(like).get_element_type()))
 
     def compare(self, predicate: str, a: Value, b: Value) -> SSAValue:
         a, b = self.same_element(a, b)
