@@ -24,7 +24,7 @@ from graphfuse import toolchain
 from graphfuse.dialects.graph import FusionKind, fusion_kind
 from graphfuse.parsing import GraphfuseError, make_context, verify
 from graphfuse.passes.dataflow import functions
-from graphfuse.passes.graph_fuse import front_end, fuse_function
+from graphfuse.passes.graph_fuse import default_refinement, front_end, fuse_function
 from graphfuse.passes.graph_fusion_report import kernel_line, summary_line
 from graphfuse.passes.kernel_stats import Summary, kernel_stats
 
@@ -203,7 +203,9 @@ def _options(args: argparse.Namespace):  # noqa: ANN202
     if args.max_depth < 1:
         raise GraphfuseError(f"--max-depth must be >= 1, got {args.max_depth}")
     threads = args.threads if args.threads is not None else CompileOptions().threads
-    return CompileOptions(fuse=args.fuse, max_depth=args.max_depth, cpu=args.cpu, threads=threads)
+    return CompileOptions(
+        fuse=args.fuse, max_depth=args.max_depth, refine=args.refine, cpu=args.cpu, threads=threads
+    )
 
 
 def _compile(module: ModuleOp, args: argparse.Namespace, output: str | None = None):  # noqa: ANN202
@@ -309,7 +311,8 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     notes: list[str] = []
     front_end(make_context(), module, args.decompose, args.simplify, args.patterns, args.rules)
     for function in functions(module):
-        lines = fuse_function(function, args.max_depth)
+        refine = default_refinement(args.max_depth) if args.refine else None
+        lines = fuse_function(function, args.max_depth, refine).lines
         if args.explain:
             notes.extend(f"graph-fuse: {line}" for line in lines)
     verify(module)
@@ -388,6 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("decompose", "opening compound ops"),
         ("simplify", "simplification and constant folding"),
         ("patterns", "pre-formed pattern kernels"),
+        ("refine", "cost-model refinement (TVM's rules alone)"),
     ):
         fuse.add_argument(f"--no-{part}", dest=part, action="store_false", help=f"skip {what}")
     fuse.set_defaults(handler=cmd_fuse)
@@ -413,6 +417,12 @@ def _compile_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-depth", type=int, default=256, help="most ops per kernel")
     parser.add_argument(
         "--no-fuse", dest="fuse", action="store_false", help="every op its own kernel"
+    )
+    parser.add_argument(
+        "--no-refine",
+        dest="refine",
+        action="store_false",
+        help="TVM's fusion rules alone, without the cost-model refinement",
     )
     parser.add_argument("--cpu", default="native", help="llc -mcpu (default: this machine)")
     parser.add_argument(

@@ -41,6 +41,8 @@ class CompileOptions:
 
     fuse: bool = True
     max_depth: int = 256
+    refine: bool = True
+    """Refine the TVM partition with the cost model (False: TVM's rules alone)."""
     cpu: str = "native"
     opt_level: int = 3
     threads: int = field(default_factory=lambda: os.cpu_count() or 1)
@@ -71,12 +73,13 @@ def load(module_or_path: ModuleOp | str | Path) -> ModuleOp:
 def fuse(module: ModuleOp, options: CompileOptions) -> None:
     """Front end + graph-fuse in place (idempotent: fusing a fused module changes nothing)."""
     from graphfuse.passes.dataflow import functions
-    from graphfuse.passes.graph_fuse import front_end, fuse_function
+    from graphfuse.passes.graph_fuse import default_refinement, front_end, fuse_function
 
     front_end(make_context(), module, True, True, True, None)
     depth = options.max_depth if options.fuse else 1
+    refine = default_refinement(depth) if options.fuse and options.refine else None
     for function in functions(module):
-        fuse_function(function, depth)
+        fuse_function(function, depth, refine)
     verify(module)
 
 

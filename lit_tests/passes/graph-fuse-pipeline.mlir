@@ -1,13 +1,13 @@
 // RUN: xdsl-opt %s -p graph-fuse --split-input-file | filecheck %s
 // RUN: xdsl-opt %s -p graph-fuse,graph-fuse --split-input-file | filecheck %s
 
-// The default pipeline opens softmax; TVM's rules then give max | sub+exp | sum | div.
+// The default pipeline opens softmax; TVM's rules give max | sub+exp | sum | div, and
+// priority fusion stitches the reductions into one kernel.
 // CHECK-LABEL: func.func @softmax_opened_then_fused
 // CHECK-NOT:  graph.softmax
-// CHECK:      graph.fused "fused_reduce_max"
-// CHECK:      graph.fused "fused_sub_exp"
-// CHECK:      graph.fused "fused_reduce_sum"
-// CHECK:      graph.fused "fused_div"
+// CHECK:      graph.fused "fused_reduce_max_sub_exp_reduce_sum_div"
+// CHECK-NOT:  graph.fused
+// CHECK:      func.return
 func.func @softmax_opened_then_fused(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
   %y = graph.softmax %x axis = 1 : tensor<4x16xf32>
   func.return %y : tensor<4x16xf32>
@@ -32,11 +32,12 @@ func.func @preformed_kernel_grows(%x: tensor<1x4x8x8xf32>, %w: tensor<8x4x3x3xf3
 
 // -----
 
-// A pre-formed kernel whose result has two users stays as it is (sealed).
+// A pre-formed kernel whose result has two users: TVM's rules leave it sealed, priority
+// fusion merges it with both users into one kernel of two results.
 // CHECK-LABEL: func.func @preformed_kernel_alone
-// CHECK-NEXT: %[[K:.*]] = graph.fused "fused_matmul_add_relu"(%x, %w, %b) kind = out_elemwise_fusable :
-// CHECK:      graph.fused "fused_exp"(%[[K]])
-// CHECK:      graph.fused "fused_neg"(%[[K]])
+// CHECK-NEXT: %[[E:.*]], %[[N:.*]] = graph.fused "fused_matmul_add_relu_exp_neg"(%x, %w, %b) kind = out_elemwise_fusable :
+// CHECK-NOT:  graph.fused
+// CHECK:      func.return %[[E]], %[[N]]
 func.func @preformed_kernel_alone(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>, %b: tensor<32xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>) {
   %m = graph.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
   %h = graph.add %m, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>

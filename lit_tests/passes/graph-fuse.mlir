@@ -1,5 +1,5 @@
-// RUN: xdsl-opt %s -p 'graph-fuse{decompose=false simplify=false patterns=false}' --split-input-file | filecheck %s
-// RUN: xdsl-opt %s -p 'graph-fuse{decompose=false simplify=false patterns=false},graph-fuse{decompose=false simplify=false patterns=false}' --split-input-file | filecheck %s
+// RUN: xdsl-opt %s -p 'graph-fuse{decompose=false simplify=false patterns=false refine=false}' --split-input-file | filecheck %s
+// RUN: xdsl-opt %s -p 'graph-fuse{decompose=false simplify=false patterns=false refine=false},graph-fuse{decompose=false simplify=false patterns=false refine=false}' --split-input-file | filecheck %s
 // The second RUN proves the pass idempotent: fusing again changes nothing.
 
 // CHECK-LABEL: func.func @conv2d_bias_relu

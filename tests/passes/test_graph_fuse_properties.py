@@ -20,12 +20,15 @@ from xdsl.dialects.builtin import ModuleOp
 from graphfuse import reference
 from graphfuse.dialects import graph
 from graphfuse.parsing import verify
-from graphfuse.passes.graph_fuse import GraphFusePass
+from graphfuse.passes.fusion_legality import Limits
+from graphfuse.passes.fusion_refine import RefineOptions
+from graphfuse.passes.graph_fuse import GraphFusePass, fuse_function
 from graphfuse.random_graphs import random_graph
 from tests.conftest import parse
 
 EXAMPLES = int(os.environ.get("GRAPHFUSE_PROPERTY_EXAMPLES", "500"))
-PARTITION_ONLY = {"decompose": False, "simplify": False, "patterns": False}
+PARTITION_ONLY = {"decompose": False, "simplify": False, "patterns": False, "refine": False}
+NO_FRONT_END = {"decompose": False, "simplify": False, "patterns": False}
 PROPERTY_SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -117,3 +120,46 @@ def test_graph_fuse_pipeline_random_dags(ops: int, seed: int, max_depth: int):
     after = reference.run(module, "main", *inputs)
     for expected, actual in zip(before, after, strict=True):
         np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+@PROPERTY_SETTINGS
+@given(
+    ops=st.integers(min_value=1, max_value=40),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    max_depth=st.sampled_from([2, 5, 256]),
+    max_inputs=st.sampled_from([2, 64]),
+    stitch=st.booleans(),
+)
+def test_graph_fuse_refined_random_dags(
+    ops: int, seed: int, max_depth: int, max_inputs: int, stitch: bool
+):
+    """The TVM partition refined by the cost model (recomputation, multi-output,
+    horizontal, merger, rollback): same bits, no cycle, every op in exactly one kernel,
+    and the ops beyond the original ones are exactly the recomputed copies."""
+    module = parse(random_graph(ops, seed))
+    inputs = reference.random_inputs(_main(module), seed % 1000)
+    before = reference.run(module, "main", *inputs)
+    ops_before = _computing_ops(module)
+
+    function = _main(module)
+    refine = RefineOptions(Limits(max_depth, max_inputs, 8, stitch))
+    copies = fuse_function(function, max_depth, refine).copies
+    verify(module)
+    _assert_kernels_acyclic(function)
+    assert _ops_outside_kernels(function) == []
+    after_ops = _computing_ops(module)
+    assert ops_before - after_ops == Counter()  # nothing lost ...
+    assert sum(after_ops.values()) == sum(ops_before.values()) + copies  # ... copies counted
+    _assert_kernels_within(function, max_depth)
+    _assert_inputs_within(function, max_inputs)
+    after = reference.run(module, "main", *inputs)
+    for expected, actual in zip(before, after, strict=True):
+        np.testing.assert_array_equal(actual, expected)
+
+
+def _assert_inputs_within(function: func.FuncOp, max_inputs: int) -> None:
+    """Kernels the refinement formed keep max-inputs (a TVM kernel over it was split)."""
+    for kernel in function.body.block.ops:
+        if isinstance(kernel, graph.FusedOp):
+            inner = [op for op in kernel.body.block.ops if not isinstance(op, graph.YieldOp)]
+            assert len(inner) == 1 or len(kernel.inputs) <= max_inputs
