@@ -1,0 +1,134 @@
+"""Benchmark: TVM-style fusion rules alone vs the full graph-fuse pipeline (cost-model issue).
+
+Run: `.venv/bin/python bench/bench_fusion.py [--only NAME ...] [--models] [--full]
+[--seconds S]`.
+
+For each workload of bench/workloads.py (and, with `--models`, each ONNX model of
+tests/frontend/model_zoo.py), in one process: kernels and bytes moved (kernel inputs +
+outputs, from graph-level kernel stats) with the TVM rules alone (`refine=False`) and with
+the full pipeline (priority fusion with recomputation and reduction stitching,
+multi-output, merger, rollback, horizontal), the roofline estimate of both on this CPU,
+and the CPU run time of both compiled builds, best of repeated runs, side by side. The two
+builds must agree (checked against each other before timing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import workloads  # noqa: E402
+from bench_compile import best_time, cold_compile  # noqa: E402
+
+from graphfuse.compiler import CompileOptions, Stage, lower_to  # noqa: E402
+from graphfuse.parsing import parse_text  # noqa: E402
+from graphfuse.passes.dataflow import functions  # noqa: E402
+from graphfuse.passes.kernel_stats import Summary, kernel_stats  # noqa: E402
+
+RULES = CompileOptions(refine=False)
+FULL = CompileOptions()
+
+
+def summary(module: Any, options: CompileOptions) -> Summary:
+    copy = module.clone()
+    lower_to(copy, Stage.GRAPH, options)
+    return Summary.of(kernel_stats(next(functions(copy))))
+
+
+def positive_inputs(module: Any) -> list[np.ndarray]:
+    """Positive inputs keep batch-norm variances meaningful (no NaN)."""
+    function = next(functions(module))
+    rng = np.random.default_rng(0)
+    return [
+        rng.uniform(0.1, 1.0, tuple(arg.type.get_shape())).astype(np.float32)  # type: ignore[attr-defined]
+        for arg in function.body.block.args
+    ]
+
+
+def compare(module: Any, inputs: list[Any], seconds: float) -> dict[str, Any]:
+    """Kernels, bytes and run time of the rules-only and the full build of `module`."""
+    rules, full = summary(module, RULES), summary(module, FULL)
+    rules_run, _ = cold_compile(module, RULES)
+    full_run, _ = cold_compile(module, FULL)
+    expected, got = _as_tuple(rules_run(*inputs)), _as_tuple(full_run(*inputs))
+    for e, g in zip(expected, got, strict=True):
+        scale = float(np.max(np.abs(e))) if e.size else 1.0
+        assert np.allclose(e, g, rtol=1e-3, atol=1e-3 * scale), "rules-only != full pipeline"
+    return {
+        "kernels": (rules.kernels, full.kernels),
+        "bytes": (_moved(rules), _moved(full)),
+        "rules": best_time(lambda: rules_run(*inputs), seconds),
+        "full": best_time(lambda: full_run(*inputs), seconds),
+    }
+
+
+def _moved(s: Summary) -> int:
+    return s.bytes_read + s.bytes_written
+
+
+def _as_tuple(result: Any) -> tuple[np.ndarray, ...]:
+    return result if isinstance(result, tuple) else (result,)
+
+
+def print_row(name: str, r: dict[str, Any]) -> None:
+    k, b = r["kernels"], r["bytes"]
+    print(
+        f"{name:38} {k[0]:>4}->{k[1]:<4} {b[0] / 1e6:>9.1f}->{b[1] / 1e6:<9.1f} "
+        f"{b[1] / b[0]:>6.2f} {r['rules'] * 1e3:>9.2f}ms {r['full'] * 1e3:>9.2f}ms "
+        f"{r['rules'] / r['full']:>7.2f}",
+        flush=True,
+    )
+
+
+def run_workloads(only: list[str] | None, seconds: float) -> None:
+    for name, (make, _) in workloads.WORKLOADS.items():
+        if only and not any(s in name for s in only):
+            continue
+        module = parse_text(make(), "workload")
+        print_row(name, compare(module, positive_inputs(module), seconds))
+
+
+def run_models(only: list[str] | None, full: bool, seconds: float) -> None:
+    from graphfuse.frontend.onnx_import import from_onnx
+    from tests.frontend.model_zoo import MODELS, export
+
+    with tempfile.TemporaryDirectory() as folder:
+        for name in MODELS:
+            if only and name not in only:
+                continue
+            exported = export(name, Path(folder), tiny=not full)
+            module = from_onnx(exported.path)
+            inputs: list[Any] = list(exported.inputs.values())
+            print_row(f"model {name}", compare(module, inputs, seconds))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", nargs="*", help="substrings of workload / model names")
+    parser.add_argument("--models", action="store_true", help="also the ONNX models")
+    parser.add_argument("--full", action="store_true", help="published model sizes")
+    parser.add_argument("--seconds", type=float, default=2.0, help="timing budget per build")
+    args = parser.parse_args()
+    print(
+        f"{'workload':38} {'kernels':>9} {'MB moved rules->full':>20} {'ratio':>6} "
+        f"{'rules':>11} {'full':>11} {'rules/full':>7}"
+    )
+    steps: list[Callable[[], None]] = [lambda: run_workloads(args.only, args.seconds)]
+    if args.models:
+        steps.append(lambda: run_models(args.only, args.full, args.seconds))
+    for step in steps:
+        step()
+
+
+if __name__ == "__main__":
+    main()
