@@ -3,7 +3,8 @@
 Run: `.venv/bin/python bench/bench_graph_fuse.py [--sizes 1000 2000 ...] [--repeat N]`.
 Prints the time of the pass alone (parsing excluded) for each size, the best of `repeat`
 runs on fresh copies, and the 16k/8k ratio (near-linear scaling gives about 2): first the
-partitioner alone (issue 3's target), then the whole pipeline with the front end.
+partitioner alone (TVM rules, issue 3's target), then the partitioner and the cost-model
+refinement (issue 7), then the whole pipeline with the front end.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from graphfuse.parsing import parse_text
 from graphfuse.passes.graph_fuse import GraphFusePass
 from graphfuse.random_graphs import random_graph
 
-PARTITION_ONLY = GraphFusePass(decompose=False, simplify=False, patterns=False)
+PARTITION_ONLY = GraphFusePass(decompose=False, simplify=False, patterns=False, refine=False)
+REFINED = GraphFusePass(decompose=False, simplify=False, patterns=False)
 PIPELINE = GraphFusePass()
 
 
@@ -39,7 +41,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 4000, 8000, 16000])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    for label, fuse in (("partitioner only", PARTITION_ONLY), ("whole pipeline", PIPELINE)):
+    passes = (
+        ("partitioner only", PARTITION_ONLY),
+        ("partitioner and refinement", REFINED),
+        ("whole pipeline", PIPELINE),
+    )
+    for label, fuse in passes:
         times: dict[int, float] = {}
         print(f"graph-fuse, {label}")
         print(f"{'ops':>7} {'seconds':>9} {'ops/s':>9} {'kernels':>8}")

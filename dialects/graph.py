@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     I64,
@@ -65,7 +65,6 @@ from xdsl.traits import (
     Pure,
 )
 from xdsl.utils.exceptions import VerifyException
-from xdsl.utils.hints import isa
 from xdsl.utils.str_enum import StrEnum
 
 from graphfuse.dialects import shape_rules as rules
@@ -195,8 +194,10 @@ I64Array = DenseArrayBase.constr(i64)
 def tensor_type_of(value: SSAValue | Attribute) -> TensorType[Attribute]:
     """The ranked tensor type of a value (or the type itself); graph values always have one."""
     typ = value.type if isinstance(value, SSAValue) else value
-    assert isa(typ, TensorType[Attribute])
-    return typ
+    # A plain isinstance: xDSL's generic `isa(typ, TensorType[Attribute])` builds a
+    # constraint on every call, and this runs for every value the cost model measures.
+    assert isinstance(typ, TensorType)
+    return cast(TensorType[Attribute], typ)
 
 
 def _shape(value: SSAValue | Attribute) -> tuple[int, ...]:

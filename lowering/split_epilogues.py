@@ -119,9 +119,19 @@ def split(nest: loop.ParallelOp) -> None:
         cloned.detach()
         cloned.erase()
     epilogue.body.block.add_op(loop.YieldOp())
-    scope_block.add_ops([accumulate, epilogue, memref.AllocaScopeReturnOp.build(operands=[[]])])
-    scope = memref.AllocaScopeOp.build(regions=[Region(scope_block)], result_types=[[]])
-    outer.body.block.add_ops([scope, loop.YieldOp()])
+    scope_block.add_ops([accumulate, epilogue])
+    if outer_args:
+        scope_block.add_op(memref.AllocaScopeReturnOp.build(operands=[[]]))
+        scope = memref.AllocaScopeOp.build(regions=[Region(scope_block)], result_types=[[]])
+        outer.body.block.add_ops([scope, loop.YieldOp()])
+    else:
+        # A 1-D nest has no outer loop: its rows are allocated once, in the kernel's own
+        # frame. (A scope there would outlive the canonicaliser, which inlines scopes only
+        # into loop bodies, and become invalid once scf lowers to blocks.)
+        moved = list(scope_block.ops)
+        for op in moved:
+            op.detach()
+        outer.body.block.add_ops([*moved, loop.YieldOp()])
     parent = nest.parent_block()
     assert parent is not None
     parent.insert_op_before(outer, nest)

@@ -39,7 +39,6 @@ from graphfuse.passes.fusion_legality import (
 )
 from graphfuse.passes.graph_fusion_report import format_bytes
 from graphfuse.passes.kernel_plan import Change, Plan, kernel_cycle
-from graphfuse.passes.kernel_stats import value_bytes
 
 
 @dataclass(frozen=True)
@@ -225,33 +224,38 @@ class Refiner:
         return best
 
     def priority_fusion(self) -> None:
+        """XLA's loop: pop the most beneficial producer and fuse it, then measure the new
+        kernel and its producers again. An entry measured before the latest commit is
+        measured again and pushed back rather than trusted: a kernel formed since may make
+        it illegal (a cycle through it) or change its benefit."""
         plan = self.plan
         order = itertools.count()
+        commits = 0
         version: dict[int, int] = {}
-        queue: list[tuple[float, int, int, int, Trial]] = []
+        queue: list[tuple[float, int, int, int, int, Trial]] = []
 
         def push(kernel: int) -> None:
             version[kernel] = version.get(kernel, 0) + 1
             trial = self.best(kernel)
             if trial is not None:
-                entry = (-trial.saved_time, next(order), kernel, version[kernel], trial)
+                entry = (-trial.saved_time, next(order), kernel, version[kernel], commits, trial)
                 heapq.heappush(queue, entry)
 
         for kernel in plan.ordered():
             push(kernel)
         while queue:
-            _, _, kernel, seen, trial = heapq.heappop(queue)
+            _, _, kernel, seen, measured, trial = heapq.heappop(queue)
             if kernel not in plan.kernels or version[kernel] != seen:
                 continue
-            if any(k not in plan.kernels for k in trial.change.removed):
+            if measured != commits:
                 push(kernel)
                 continue
             copies = len(trial.change.added) > 1
             what = f"recomputed in {len(trial.change.removed) - 1} consumers" if copies else "fused"
             added = self.commit("priority", trial, what)
+            commits += 1
             for affected in sorted(set(added) | plan.neighbourhood(added)):
-                if affected in plan.kernels:
-                    push(affected)
+                push(affected)
 
     # ---- 3. multi-output (sibling) fusion ------------------------------------------------
 
@@ -296,17 +300,21 @@ class Refiner:
     # ---- 4. fusion merger ----------------------------------------------------------------
 
     def fusion_merger(self) -> None:
-        plan = self.plan
-        for kernel in plan.ordered():
-            if kernel not in plan.kernels:
+        """Sweeps in IR order until a sweep merges nothing (each merge removes a kernel)."""
+        while any(self._merge_into_consumers(k) for k in self.plan.ordered()):
+            pass
+
+    def _merge_into_consumers(self, kernel: int) -> bool:
+        if kernel not in self.plan.kernels:
+            return False
+        for change in self.candidates(kernel):
+            if len(change.added) != 1:
                 continue
-            for change in self.candidates(kernel):
-                if len(change.added) != 1:
-                    continue
-                trial = self.trial(change)
-                if trial.reason is None and trial.bytes_after <= trial.bytes_before:
-                    self.commit("merger", trial, "fused")
-                    break
+            trial = self.trial(change)
+            if trial.reason is None and trial.bytes_after <= trial.bytes_before:
+                self.commit("merger", trial, "fused")
+                return True
+        return False
 
     # ---- 5. rollback ---------------------------------------------------------------------
 
@@ -361,6 +369,6 @@ def _cone(plan: Plan, roots: list[int], within: set[int]) -> set[int]:
 def _alone_bytes(plan: Plan, node: int) -> int:
     """Bytes one op moves as a kernel of its own: its operands and results."""
     op = plan.dag.nodes[node].op
-    return sum(value_bytes(v) for v in dict.fromkeys(op.operands)) + sum(
-        value_bytes(r) for r in op.results
+    return sum(plan.value_bytes(v) for v in dict.fromkeys(op.operands)) + sum(
+        plan.value_bytes(r) for r in op.results
     )

@@ -107,7 +107,13 @@ def fuse_function(
     groups = partitioner.run()
     name = function.sym_name.data
     lines = [f"@{name}: {decision.render(dag)}" for decision in partitioner.decisions]
-    opaque = {i for i in range(len(dag)) if not _is_outlinable(dag, i)}
+    # Opaque-kind ops (sort, ...) are outlined alone, as the rules leave them; ops of
+    # other dialects are not outlined at all. Neither ever joins another kernel.
+    opaque = {
+        i
+        for i in range(len(dag))
+        if not _is_outlinable(dag, i) or node_kind(dag.nodes[i].op) == graph.FusionKind.OPAQUE
+    }
     plan = Plan.from_groups(dag, groups, target, opaque)
     if refine is not None:
         refiner = Refiner(plan, refine)

@@ -44,6 +44,10 @@ class Undo:
     added_ids: list[int]
     owner: dict[int, int]
     holders: dict[int, set[int]]
+    stale: set[int]
+    """Kernels whose cost the change can alter (`Plan.neighbourhood` of those removed)."""
+    costs: dict[int, KernelCost]
+    """Their cached costs before the change."""
 
 
 @dataclass
@@ -60,6 +64,14 @@ class Plan:
     opaque: set[int] = field(default_factory=set[int])
     """Kernels that never merge: ops of other dialects, kernels of an earlier graph-fuse."""
     next_id: int = 0
+    flops: list[int] = field(default_factory=list[int])
+    """Each node's flops (the plan measures kernels thousands of times)."""
+    nbytes: dict[SSAValue, int] = field(default_factory=dict[SSAValue, int])
+    """Bytes of each value measured so far."""
+    reads: dict[int, list[SSAValue]] = field(default_factory=dict[int, list[SSAValue]])
+    """`read` per kernel id: it depends on the kernel's nodes alone, and ids are not reused."""
+    costs: dict[int, KernelCost] = field(default_factory=dict[int, KernelCost])
+    """`cost` per kernel id, dropped by `apply` and `undo` for the kernels they can alter."""
 
     @staticmethod
     def from_groups(
@@ -67,6 +79,7 @@ class Plan:
     ) -> Plan:
         """A plan of disjoint groups; groups whose first node is in `opaque` never merge."""
         plan = Plan(dag, target, owner=[0] * len(dag), holders=[set() for _ in dag.nodes])
+        plan.flops = [op_flops(node.op) for node in dag.nodes]
         for members in groups:
             kernel = plan.next_id
             plan.next_id += 1
@@ -106,13 +119,18 @@ class Plan:
     def read(self, kernel: int) -> list[SSAValue]:
         """Values the kernel loads, in order of first use (small constants included: they
         are cloned in, but still bytes the kernel touches)."""
+        found = self.reads.get(kernel)
+        if found is not None:
+            return found
+        held = set(self.kernels[kernel])
         values: dict[SSAValue, None] = {}
         for node in self.kernels[kernel]:
             for operand in self.dag.nodes[node].op.operands:
                 producer = self.node_of(operand.owner)
-                if producer is None or kernel not in self.holders[producer]:
+                if producer is None or producer not in held:
                     values[operand] = None
-        return list(values)
+        found = self.reads[kernel] = list(values)
+        return found
 
     def inputs(self, kernel: int) -> int:
         """Buffers the kernel takes: values read, small constants aside (cloned in)."""
@@ -121,12 +139,21 @@ class Plan:
     def size(self, kernel: int) -> int:
         return sum(self.dag.nodes[n].size for n in self.kernels[kernel])
 
+    def value_bytes(self, value: SSAValue) -> int:
+        found = self.nbytes.get(value)
+        if found is None:
+            found = self.nbytes[value] = value_bytes(value)
+        return found
+
     def cost(self, kernel: int) -> KernelCost:
-        return KernelCost(
-            bytes_read=sum(value_bytes(v) for v in self.read(kernel)),
-            bytes_written=sum(value_bytes(v) for v in self.written(kernel)),
-            flops=sum(op_flops(self.dag.nodes[n].op) for n in self.kernels[kernel]),
-        )
+        found = self.costs.get(kernel)
+        if found is None:
+            found = self.costs[kernel] = KernelCost(
+                bytes_read=sum(self.value_bytes(v) for v in self.read(kernel)),
+                bytes_written=sum(self.value_bytes(v) for v in self.written(kernel)),
+                flops=sum(self.flops[n] for n in self.kernels[kernel]),
+            )
+        return found
 
     def time(self, kernel: int) -> float:
         return self.cost(kernel).time(self.target)
@@ -196,6 +223,9 @@ class Plan:
             for after in self.consumers(current):
                 if self.level.get(after, -1) <= self.level[current]:
                     self.level[after] = self.level[current] + 1
+                    # Levels of an acyclic graph stay below its size; past it, a change
+                    # made a cycle, which must fail here rather than loop for ever.
+                    assert self.level[after] <= len(self.kernels), "the kernel graph has a cycle"
                     stack.append(after)
                     changed = True
         return changed
@@ -237,7 +267,13 @@ class Plan:
             added_ids=[],
             owner={n: self.owner[n] for n in touched},
             holders={n: set(self.holders[n]) for n in touched},
+            stale=self.neighbourhood(change.removed),
+            costs={},
         )
+        for kernel in undo.stale:
+            cost = self.costs.pop(kernel, None)
+            if cost is not None:
+                undo.costs[kernel] = cost
         for kernel in change.removed:
             for node in self.kernels.pop(kernel):
                 self.holders[node].discard(kernel)
@@ -255,6 +291,10 @@ class Plan:
     def undo(self, undo: Undo) -> None:
         for kernel in undo.added_ids:
             del self.kernels[kernel]
+            self.costs.pop(kernel, None)
+        for kernel in undo.stale:
+            self.costs.pop(kernel, None)
+        self.costs.update(undo.costs)
         self.kernels.update(undo.kernels)
         for node, owner in undo.owner.items():
             self.owner[node] = owner
@@ -262,11 +302,15 @@ class Plan:
             self.holders[node] = holders
 
     def neighbourhood(self, kernels: Iterable[int]) -> set[int]:
-        """`kernels` and the kernels writing what they read: all whose cost a change to
-        `kernels` can alter."""
+        """`kernels` and the owners of their nodes and of every node those use: all whose
+        cost a change to `kernels` can alter. (The owner of a value a kernel recomputes
+        is no producer of that kernel, yet writes the value again once the copy is gone.)"""
         around = set(kernels)
+        nodes = self.dag.nodes
         for kernel in list(around):
-            around.update(self.producers(kernel))
+            for node in self.kernels[kernel]:
+                around.add(self.owner[node])
+                around.update(self.owner[p] for p in nodes[node].inputs)
         return around
 
     def label(self, kernel: int) -> str:

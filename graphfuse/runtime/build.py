@@ -177,6 +177,10 @@ def to_llvm_ir(upstream: str, target: CpuTarget) -> str:
     ).decode()
 
 
+def _needs_async_runtime(upstream: str, target: CpuTarget) -> bool:
+    return target.threads > 1 and "scf.parallel" in upstream
+
+
 def _fingerprint(upstream: str, target: CpuTarget) -> str:
     digest = hashlib.sha256()
     digest.update(upstream.encode())
@@ -184,6 +188,10 @@ def _fingerprint(upstream: str, target: CpuTarget) -> str:
     for tool in ("mlir-opt", "opt", "llc"):
         digest.update(tool_version(require_tool(tool)).encode())
     digest.update(" ".join(mlir_opt_passes(upstream, target.threads)).encode())
+    if _needs_async_runtime(upstream, target):
+        # The library finds the runtime by an absolute rpath: a library built beside
+        # another installation (another checkout's .venv) must not be reused.
+        digest.update(str(async_runtime_dir()).encode())
     digest.update(b"graphfuse-build-2")
     return digest.hexdigest()[:32]
 
@@ -224,7 +232,7 @@ def _build_into(upstream: str, target: CpuTarget, destination: Path) -> None:
         )
         library = Path(work) / "kernels.so"
         libraries = ["-lmvec", "-lm"]
-        if target.threads > 1 and "scf.parallel" in upstream:
+        if _needs_async_runtime(upstream, target):
             folder = str(async_runtime_dir())
             libraries = [f"-L{folder}", "-lmlir_async_runtime", f"-Wl,-rpath,{folder}", *libraries]
         _run("linking", "cc", ["-shared", "-o", str(library), str(obj), *libraries])

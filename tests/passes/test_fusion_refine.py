@@ -1,0 +1,203 @@
+"""The refinement's pure pieces: cost model, kernel plan with copies, legality, each step."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.utils.exceptions import PassFailedException
+
+from graphfuse.passes.cost_model import CPU_HOST, H100, KernelCost, Target, op_flops
+from graphfuse.passes.dataflow import DataflowGraph
+from graphfuse.passes.fusion_legality import Limits, duplicable, violations
+from graphfuse.passes.fusion_refine import RefineOptions, Refiner
+from graphfuse.passes.graph_fuse import GraphFusePass, fuse_function
+from graphfuse.passes.kernel_plan import Change, Plan, kernel_cycle
+from graphfuse.passes.partition import Partitioner
+from graphfuse.random_graphs import random_graph
+from tests.conftest import parse
+
+M = "tensor<64x32xf32>"
+ROW = "tensor<64x1xf32>"
+LIMITS = Limits(max_ops=256, max_inputs=64, max_results=8, stitch=True)
+
+
+def _function(body: str, args: str, results: str, types: str) -> func.FuncOp:
+    text = f"func.func @main({args}) -> ({types}) {{\n{body}\n  func.return {results} : {types}\n}}"
+    function = next(iter(parse(text).ops))
+    assert isinstance(function, func.FuncOp)
+    return function
+
+
+def _plan(function: func.FuncOp, groups: list[list[str]]) -> tuple[Plan, dict[str, int]]:
+    dag = DataflowGraph.from_block(function.body.block)
+    names = {n.op.results[0].name_hint or "": n.index for n in dag.nodes}
+    members = [[names[name] for name in group] for group in groups]
+    return Plan.from_groups(dag, members, CPU_HOST, set()), names
+
+
+def test_kernel_cost_roofline_memory_and_compute_bound():
+    target = Target("t", bandwidth=1e9, peak_flops=1e9, launch=1e-6)
+    memory_bound = KernelCost(bytes_read=1000, bytes_written=1000, flops=10)
+    compute_bound = KernelCost(bytes_read=10, bytes_written=10, flops=5000)
+    assert memory_bound.time(target) == pytest.approx(1e-6 + 2e-6)
+    assert compute_bound.time(target) == pytest.approx(1e-6 + 5e-6)
+    assert memory_bound.time(H100) < memory_bound.time(CPU_HOST)
+
+
+def test_op_flops_matmul_and_elementwise():
+    function = _function(
+        "  %m = graph.matmul %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>\n"
+        "  %e = graph.exp %m : tensor<4x16xf32>",
+        "%a: tensor<4x8xf32>, %b: tensor<8x16xf32>",
+        "%e",
+        "tensor<4x16xf32>",
+    )
+    matmul, exp = list(function.body.block.ops)[:2]
+    assert op_flops(matmul) == 2 * 4 * 16 * 8
+    assert op_flops(exp) == 4 * 16 * 10
+
+
+_BROADCAST_TWO_USERS = (
+    "  %p = graph.broadcast_to %v : tensor<32xf32> -> tensor<64x32xf32>\n"
+    f"  %a = graph.exp %p : {M}\n"
+    f"  %b = graph.neg %p : {M}"
+)
+
+
+def test_plan_copy_is_not_written_and_its_input_is_read():
+    function = _function(_BROADCAST_TWO_USERS, "%v: tensor<32xf32>", "%a, %b", f"{M}, {M}")
+    plan, names = _plan(function, [["p", "a"], ["b"]])
+    second = plan.ordered()[1]
+    before = plan.cost(second)
+    undo = plan.apply(Change((second,), (frozenset({names["p"], names["b"]}),)))
+    copy = undo.added_ids[0]
+    first = plan.ordered()[0]
+    assert plan.written(first) == [plan.dag.nodes[names["a"]].op.results[0]]  # %p not stored
+    assert [v.name_hint for v in plan.read(copy)] == ["v"]
+    assert plan.cost(copy).bytes_read < before.bytes_read
+    assert kernel_cycle(plan) is None
+    plan.undo(undo)
+    assert plan.cost(second) == before
+
+
+def test_priority_fusion_recomputes_broadcast_when_merging_all_is_over_limit():
+    function = _function(_BROADCAST_TWO_USERS, "%v: tensor<32xf32>", "%a, %b", f"{M}, {M}")
+    refine = RefineOptions(Limits(2, 64, 8, True))
+    result = fuse_function(function, 2, refine)
+    assert result.copies == 1
+    assert any("recomputed in 2 consumers" in line for line in result.lines)
+    assert any("over max-ops=2" in line for line in result.lines)
+
+
+def test_no_recompute_option_keeps_the_producer_kernel():
+    function = _function(_BROADCAST_TWO_USERS, "%v: tensor<32xf32>", "%a, %b", f"{M}, {M}")
+    refine = RefineOptions(Limits(2, 64, 8, True), recompute=False)
+    assert fuse_function(function, 2, refine).copies == 0
+
+
+_SOFTMAX = "\n".join(
+    [
+        f"  %m = graph.reduce_max %x axes = [1] keepdims : {M} -> {ROW}",
+        f"  %s = graph.sub %x, %m : ({M}, {ROW}) -> {M}",
+        f"  %e = graph.exp %s : {M}",
+        f"  %t = graph.reduce_sum %e axes = [1] keepdims : {M} -> {ROW}",
+        f"  %y = graph.div %e, %t : ({M}, {ROW}) -> {M}",
+    ]
+)
+
+
+def test_violations_stitching_allowed_only_when_on():
+    function = _function(_SOFTMAX, f"%x: {M}", "%y", M)
+    dag = DataflowGraph.from_block(function.body.block)
+    everything = range(len(dag))
+    assert violations(dag, everything, stitch=True) == set()
+    assert violations(dag, everything, stitch=False) != set()
+
+
+def test_reductions_are_never_duplicable():
+    function = _function(_SOFTMAX, f"%x: {M}", "%y", M)
+    plan, _ = _plan(function, [["m"], ["s", "e"], ["t"], ["y"]])
+    kernels = plan.ordered()
+    assert not duplicable(plan, kernels[0])
+    assert duplicable(plan, kernels[1])
+
+
+def test_fusion_merger_alone_stitches_softmax():
+    """With priority fusion off, the merger merges wherever bytes do not grow."""
+    function = _function(_SOFTMAX, f"%x: {M}", "%y", M)
+    refine = RefineOptions(LIMITS, priority=False, multi_output=False, horizontal=False)
+    lines = fuse_function(function, 256, refine).lines
+    assert any(line.startswith("@main: [merger]") for line in lines)
+    kernels = [op for op in function.body.block.ops if op.name == "graph.fused"]
+    assert len(kernels) == 1
+
+
+def test_rollback_splits_a_kernel_that_saves_no_bytes():
+    function = _function(
+        f"  %a = graph.exp %x : {M}\n  %b = graph.neg %x : {M}", f"%x: {M}", "%a, %b", f"{M}, {M}"
+    )
+    plan, _ = _plan(function, [["a", "b"]])
+    # exp and neg share %x, so together they read it once: that saves bytes, kept.
+    refiner = Refiner(plan, RefineOptions(LIMITS))
+    refiner.rollback()
+    assert len(plan.kernels) == 1
+    function = _function(
+        f"  %a = graph.exp %x : {M}\n  %b = graph.neg %z : {M}",
+        f"%x: {M}, %z: {M}",
+        "%a, %b",
+        f"{M}, {M}",
+    )
+    plan, _ = _plan(function, [["a", "b"]])
+    refiner = Refiner(plan, RefineOptions(LIMITS))
+    refiner.rollback()
+    assert len(plan.kernels) == 2
+    assert refiner.log[0].startswith("[rollback]")
+
+
+def test_limits_split_a_partitioner_kernel_over_max_inputs():
+    function = _function(
+        f"  %a = graph.add %x, %y : ({M}, {M}) -> {M}\n  %b = graph.add %a, %z : ({M}, {M}) -> {M}",
+        f"%x: {M}, %y: {M}, %z: {M}",
+        "%b",
+        M,
+    )
+    plan, _ = _plan(function, [["a", "b"]])
+    refiner = Refiner(plan, RefineOptions(Limits(256, 2, 8, True)))
+    refiner.enforce_limits()
+    assert len(plan.kernels) == 2
+    assert "max-inputs=2" in refiner.log[0]
+
+
+def test_graph_fuse_rejects_bad_options():
+    module = parse(f"func.func @main(%x: {M}) -> {M} {{\n  func.return %x : {M}\n}}")
+    with pytest.raises(PassFailedException, match="unknown target 'tpu'; valid targets: cpu, h100"):
+        GraphFusePass(target="tpu").apply(Context(), module)
+    with pytest.raises(PassFailedException, match="max-inputs must be >= 1"):
+        GraphFusePass(max_inputs=0).apply(Context(), module)
+
+
+def test_priority_fusion_measures_stale_entries_again():
+    """A queued fusion measured before a later commit can close a cycle through the
+    kernel that commit formed: it must be measured again (this graph hung the levels)."""
+    function = next(iter(parse(random_graph(26, 177809803)).ops))
+    assert isinstance(function, func.FuncOp)
+    limits = Limits(max_ops=256, max_inputs=64, max_results=8, stitch=False)
+    dag = DataflowGraph.from_block(function.body.block)
+    plan = Plan.from_groups(dag, Partitioner(dag, 256).run(), CPU_HOST, set())
+    Refiner(plan, RefineOptions(limits)).run()
+    assert kernel_cycle(plan) is None
+
+
+def test_plan_cached_costs_match_fresh_ones_after_changes():
+    function = next(iter(parse(random_graph(30, 5)).ops))
+    assert isinstance(function, func.FuncOp)
+    dag = DataflowGraph.from_block(function.body.block)
+    plan = Plan.from_groups(dag, Partitioner(dag, 256).run(), CPU_HOST, set())
+    refiner = Refiner(plan, RefineOptions(LIMITS))
+    refiner.run()
+    assert any(line.startswith("[priority]") for line in refiner.log)
+    for kernel in plan.kernels:
+        cached = plan.cost(kernel)
+        del plan.costs[kernel]
+        assert plan.cost(kernel) == cached
