@@ -13,6 +13,11 @@ through a transpose) inlining would recompute it many times, so it is *materiali
 first loop writes it to a buffer (the kernel's output buffer if it is also a result, else a
 scratch buffer the caller passes in) and later loops read it. Results of one shape are
 stored by one loop, each once.
+
+A kernel whose materialised ops all reduce the trailing dims of rows it shares with its
+results (softmax, layer-norm, RMS-norm) is instead stitched: one loop over the rows
+computes each reduction once per row as a scalar and stores the row's results in inner
+loops, with no scratch buffer (see `row_stitching`).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from graphfuse.lowering import index_maps
 from graphfuse.lowering.emitter import Emitter, Index, compute_type, is_float, point_index
 from graphfuse.lowering.operand_layouts import OperandCopy, copy_for, operand_copies
 from graphfuse.lowering.ranking import emit_ranking
+from graphfuse.lowering.row_stitching import RowPlan, row_plan, stitched_rows
 from graphfuse.lowering.scalar_ops import SCALAR_RULES
 from graphfuse.reference import dense_to_numpy
 
@@ -120,11 +126,25 @@ class KernelSignature:
         return [*self.inputs, *self.outputs, *self.scratch]
 
 
+def _stitched_rows(
+    fused: graph.FusedOp, materialized: Sequence[Operation]
+) -> tuple[int, ...] | None:
+    return stitched_rows(materialized, _yield(fused).values, bool(operand_copies(fused)))
+
+
+def staged_ops(fused: graph.FusedOp) -> list[Operation]:
+    """Materialised ops that a loop of their own writes to a buffer before later loops read
+    them: none in a kernel lowered row by row (see row_stitching), which keeps each
+    reduction a scalar of its row."""
+    materialized = materialized_ops(fused)
+    return [] if _stitched_rows(fused, materialized) is not None else materialized
+
+
 def kernel_signature(fused: graph.FusedOp) -> KernelSignature:
     yielded = set(_yield(fused).values)
     scratch = [
         memref_of(result)
-        for op in materialized_ops(fused)
+        for op in staged_ops(fused)
         for result in op.results
         if result not in yielded
     ]
@@ -149,6 +169,11 @@ def lower_kernel(fused: graph.FusedOp, name: str, pool: GlobalPool) -> loop.Kern
 
 
 _OpT = TypeVar("_OpT", bound=Operation)
+
+Row = tuple[Index, ...]
+"""The index of a row in a stitched kernel (empty outside one)."""
+_Stored = tuple[SSAValue, list[SSAValue]]
+"""A value and the buffers it is stored into."""
 
 ValueRule = Callable[["_KernelBuilder", Operation, tuple[Index, ...]], SSAValue]
 """Computes one element of a non-elementwise op's result at an index."""
@@ -187,18 +212,35 @@ class _KernelBuilder:
         self.output_args = list(args[n_in : n_in + n_out])
         self.scratch_args: list[SSAValue] = list(args[n_in + n_out :])
         self.buffer_of: dict[SSAValue, SSAValue] = {}
+        self.row_buffers: dict[SSAValue, SSAValue] = {}
+        """Values kept per row (stitched kernels) -> the output buffer holding them."""
         self.copies = operand_copies(fused)
         self.copy_buffers: list[SSAValue] = []
 
     # ---- stages -----------------------------------------------------------------------
 
     def build(self) -> None:
-        results = list(_yield(self.fused).values)
-        homes: dict[SSAValue, list[SSAValue]] = {}
-        for value, buffer in zip(results, self.output_args, strict=True):
-            homes.setdefault(value, []).append(buffer)
-        scratch = iter(self.scratch_args)
         materialized = materialized_ops(self.fused)
+        rows = _stitched_rows(self.fused, materialized)
+        if rows is None:
+            self._build_staged(materialized)
+        else:
+            ops = list(self.fused.body.block.ops)
+            results = _yield(self.fused).values
+            self._build_rows(row_plan(ops, materialized, results, rows))
+        self.em.add(loop.YieldOp())
+
+    def _homes(self) -> dict[SSAValue, list[SSAValue]]:
+        """Each result value -> the output buffers it is stored into."""
+        homes: dict[SSAValue, list[SSAValue]] = {}
+        for value, buffer in zip(_yield(self.fused).values, self.output_args, strict=True):
+            homes.setdefault(value, []).append(buffer)
+        return homes
+
+    def _build_staged(self, materialized: Sequence[Operation]) -> None:
+        """Materialised ops first, each by a loop of its own, then one loop per result shape."""
+        homes = self._homes()
+        scratch = iter(self.scratch_args)
         n_materialized = sum(1 for op in materialized for r in op.results if r not in homes)
         self.copy_buffers = self.scratch_args[n_materialized:]
         for copy, buffer in zip(self.copies, self.copy_buffers, strict=True):
@@ -216,25 +258,74 @@ class _KernelBuilder:
             by_shape.setdefault(_shape(value), []).append((value, buffers))
         for shape, group in by_shape.items():
             self._stage(shape, group)
-        self.em.add(loop.YieldOp())
 
-    def _stage(
-        self, shape: tuple[int, ...], group: Sequence[tuple[SSAValue, list[SSAValue]]]
-    ) -> None:
-        """One loop over `shape` storing each value of `group` into its buffers."""
+    def _stage(self, shape: tuple[int, ...], group: Sequence[_Stored], row: Row = ()) -> None:
+        """One loop over `shape` storing each value of `group` into its buffers (at `row`,
+        then the loop's index, inside a row loop)."""
         if 0 in shape:
+            return
+        if row and all(d == 1 for d in shape):
+            self._store(group, (*row, *(0 for _ in shape)))
             return
         nest = loop.ParallelOp(shape)
         self.em.add(nest)
         with self.em.inside(nest.body.block):
-            index = point_index(nest)
-            for value, buffers in group:
-                element = tensor_type_of(value).get_element_type()
-                scalar = self._to_storage(self.value_at(value, index), element)
-                indices = [self.em.index_value(i) for i in index]
-                for buffer in buffers:
-                    self.em.add(loop.StoreOp(scalar, buffer, indices))
+            index = (*row, *point_index(nest))
+            # Kept rows of this shape live in output buffers this loop stores to: load
+            # them before any store.
+            for kept in self.row_buffers:
+                if _shape(kept) == _shape(group[0][0]):
+                    self.value_at(kept, index)
+            self._store(group, index)
             self.em.add(loop.YieldOp())
+
+    def _store(self, group: Sequence[_Stored], index: tuple[Index, ...]) -> None:
+        for value, buffers in group:
+            element = tensor_type_of(value).get_element_type()
+            scalar = self._to_storage(self.value_at(value, index), element)
+            indices = [self.em.index_value(i) for i in index]
+            for buffer in buffers:
+                # A kept value already lies in its own output buffer.
+                if self.row_buffers.get(value) is not buffer:
+                    self.em.add(loop.StoreOp(scalar, buffer, indices))
+
+    # ---- row-stitched kernels (see row_stitching) -------------------------------------
+
+    def _build_rows(self, plan: RowPlan) -> None:
+        """One loop over the rows; per row its scalars, then its results."""
+        em = self.em
+        nest = loop.ParallelOp(plan.rows)
+        em.add(nest)
+        with em.inside(nest.body.block):
+            row = point_index(nest)
+            for value in plan.row_values:
+                owner = value.owner
+                if isinstance(owner, graph.ReduceOp) and owner.input in plan.kept:
+                    self._keep_row(plan, owner.input, row)
+                self.value_at(value, plan.row_index(row, value))
+            by_trailing: dict[tuple[int, ...], list[_Stored]] = {}
+            for value, buffers in self._homes().items():
+                by_trailing.setdefault(plan.trailing(value), []).append((value, buffers))
+            # One element per row first: they may read a kept row the loops overwrite.
+            for trailing in sorted(by_trailing, key=lambda t: math.prod(t) > 1):
+                self._stage(trailing, by_trailing[trailing], row)
+            em.add(loop.YieldOp())
+
+    def _keep_row(self, plan: RowPlan, value: SSAValue, row: Row) -> None:
+        """A loop writing `value`'s row into the row of the output buffer that holds it;
+        later reads load it (see row_stitching)."""
+        if value in self.row_buffers:
+            return
+        em = self.em
+        buffer = self.output_args[plan.kept[value]]
+        fill = loop.ParallelOp(plan.trailing(value))
+        em.add(fill)
+        with em.inside(fill.body.block):
+            index = (*row, *point_index(fill))
+            scalar = self.value_at(value, index)
+            em.add(loop.StoreOp(scalar, buffer, [em.index_value(i) for i in index]))
+            em.add(loop.YieldOp())
+        self.row_buffers[value] = buffer
 
     def _copy_stage(self, copy: OperandCopy, buffer: SSAValue) -> None:
         """buffer = the operand in the copy's layout (see operand_layouts)."""
@@ -278,6 +369,8 @@ class _KernelBuilder:
     def _compute(self, value: SSAValue, index: tuple[Index, ...]) -> SSAValue:
         if value in self.buffer_of:
             return self._load(self.buffer_of[value], index)
+        if value in self.row_buffers:
+            return self._load(self.row_buffers[value], index)
         if isinstance(value, BlockArgument):
             return self._load(self.inputs[value], index)
         op = value.owner

@@ -19,7 +19,8 @@ stack buffer, and a second loop, now free of reductions, runs the epilogue vecto
 
 Both loops are clones of the original body; what each does not need is dead and removed
 by the canonicaliser. It applies only where the epilogue has a division or a `math` op
-(cheap epilogues are not worth a second pass over the row) and the row fits in 64 KiB.
+(cheap epilogues are not worth a second pass over the row) and the row fits in 64 KiB, and
+never to a loop that already holds a `loop.parallel` (a stitched row loop).
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ def splittable(nest: loop.ParallelOp) -> bool:
     if not shape or shape[-1] < 2:
         return False
     if any(op.dialect_name() not in _ALLOWED_DIALECTS for op in body.ops):
+        return False
+    # A row loop of a stitched kernel (see row_stitching) already runs its epilogue in
+    # inner loops of its own; splitting it would take its rows out of the threaded loop.
+    if any(isinstance(op, loop.ParallelOp) for op in body.ops):
         return False
     reduces = [op for op in body.ops if isinstance(op, loop.ReduceOp)]
     if not reduces or not _after_reduce_is_costly(body):

@@ -124,22 +124,23 @@ func.func @reduce_epilogue(%x: tensor<4x8xf32>) -> tensor<4xf32> {
 // -----
 
 // A reduction broadcast back over the rows it reduced would be recomputed at every
-// element: it is materialised. A first loop stores it into a scratch buffer (a kernel
-// argument the caller passes), a second loop loads it.
+// element. Here it reduces the leading dim (a column max), so the kernel cannot run row by
+// row: it is materialised. A first loop stores it into a scratch buffer (a kernel argument
+// the caller passes), a second loop loads it.
 // CHECK-LABEL: loop.kernel @fused_reduce_max_sub_exp {
-// CHECK-NEXT: ^{{.*}}(%[[X:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<4x8xf32>, %[[MAX:.*]]: memref<4x1xf32>):
+// CHECK-NEXT: ^{{.*}}(%[[X:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<4x8xf32>, %[[MAX:.*]]: memref<1x8xf32>):
 // CHECK-DAG:    %[[ZERO:.*]] = arith.constant 0 : index
 // CHECK-DAG:    %[[LOWEST:.*]] = arith.constant 0xff800000 : f32
-// CHECK-NEXT:   loop.parallel [4, 1] {
-// CHECK-NEXT:   ^{{.*}}(%[[I:.*]]: index, %{{.*}}: index):
-// CHECK-NEXT:     %[[M:.*]] = loop.reduce max [8] init(%[[LOWEST]] : f32) {
-// CHECK:          loop.store %[[M]], %[[MAX]][%[[I]], %[[ZERO]]]
+// CHECK-NEXT:   loop.parallel [1, 8] {
+// CHECK-NEXT:   ^{{.*}}(%{{.*}}: index, %[[J:.*]]: index):
+// CHECK-NEXT:     %[[M:.*]] = loop.reduce max [4] init(%[[LOWEST]] : f32) {
+// CHECK:          loop.store %[[M]], %[[MAX]][%[[ZERO]], %[[J]]]
 // CHECK-NEXT:     loop.yield
 // CHECK-NEXT:   }
 // CHECK-NEXT:   loop.parallel [4, 8] {
 // CHECK-NEXT:   ^{{.*}}(%[[I2:.*]]: index, %[[J2:.*]]: index):
 // CHECK-NEXT:     %[[V:.*]] = loop.load %[[X]][%[[I2]], %[[J2]]]
-// CHECK-NEXT:     %[[MV:.*]] = loop.load %[[MAX]][%[[I2]], %[[ZERO]]]
+// CHECK-NEXT:     %[[MV:.*]] = loop.load %[[MAX]][%[[ZERO]], %[[J2]]]
 // CHECK-NEXT:     %[[D:.*]] = arith.subf %[[V]], %[[MV]] : f32
 // CHECK-NEXT:     %[[E:.*]] = math.exp %[[D]] : f32
 // CHECK-NEXT:     loop.store %[[E]], %[[OUT]][%[[I2]], %[[J2]]]
@@ -147,14 +148,14 @@ func.func @reduce_epilogue(%x: tensor<4x8xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:   }
 // CHECK-NEXT:   loop.yield
 // CHECK-LABEL: func.func @reduce_broadcast_back(
-// CHECK-SAME: %[[FX:.*]]: memref<4x8xf32>, %[[FOUT:.*]]: memref<4x8xf32>, %[[FMAX:.*]]: memref<4x1xf32>)
+// CHECK-SAME: %[[FX:.*]]: memref<4x8xf32>, %[[FOUT:.*]]: memref<4x8xf32>, %[[FMAX:.*]]: memref<1x8xf32>)
 // CHECK-SAME: attributes {graphfuse.outputs = 1 : i64, graphfuse.scratch = 1 : i64}
 // CHECK-NEXT: loop.call @fused_reduce_max_sub_exp(%[[FX]], %[[FOUT]], %[[FMAX]])
 func.func @reduce_broadcast_back(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = graph.fused "fused_reduce_max_sub_exp"(%x) kind = reduction : (tensor<4x8xf32>) -> tensor<4x8xf32> {
   ^bb0(%xa: tensor<4x8xf32>):
-    %m = graph.reduce_max %xa axes = [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
-    %d = graph.sub %xa, %m : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+    %m = graph.reduce_max %xa axes = [0] keepdims : tensor<4x8xf32> -> tensor<1x8xf32>
+    %d = graph.sub %xa, %m : (tensor<4x8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
     %e = graph.exp %d : tensor<4x8xf32>
     graph.yield %e : tensor<4x8xf32>
   }
@@ -165,15 +166,106 @@ func.func @reduce_broadcast_back(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // A materialised value that is also a result lives in its output buffer: no scratch.
 // CHECK-LABEL: loop.kernel @fused_reduce_max_sub {
-// CHECK-NEXT: ^{{.*}}(%[[X:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<4x8xf32>, %[[MAX:.*]]: memref<4x1xf32>):
-// CHECK:        loop.reduce max [8]
+// CHECK-NEXT: ^{{.*}}(%[[X:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<4x8xf32>, %[[MAX:.*]]: memref<1x8xf32>):
+// CHECK:        loop.reduce max [4]
 // CHECK:        loop.store %{{.*}}, %[[MAX]]
 // CHECK:        loop.parallel [4, 8] {
 // CHECK:          loop.load %[[MAX]]
 // CHECK:          loop.store %{{.*}}, %[[OUT]]
 // CHECK-LABEL: func.func @result_materialised(
 // CHECK-SAME: attributes {graphfuse.outputs = 2 : i64, graphfuse.scratch = 0 : i64}
-func.func @result_materialised(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>) {
+func.func @result_materialised(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<1x8xf32>) {
+  %0, %1 = graph.fused "fused_reduce_max_sub"(%x) kind = reduction : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<1x8xf32>) {
+  ^bb0(%xa: tensor<4x8xf32>):
+    %m = graph.reduce_max %xa axes = [0] keepdims : tensor<4x8xf32> -> tensor<1x8xf32>
+    %d = graph.sub %xa, %m : (tensor<4x8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
+    graph.yield %d, %m : tensor<4x8xf32>, tensor<1x8xf32>
+  }
+  func.return %0, %1 : tensor<4x8xf32>, tensor<1x8xf32>
+}
+
+// -----
+
+// Softmax over rows, stitched: one loop over the rows. Per row the max and the sum are
+// scalars (no scratch buffer); exp(x - max), needed by the sum and by the output, is
+// written once into the row of the output buffer, which the sum reads and the inner loop
+// divides in place. No second loop over the kernel.
+// CHECK-LABEL: loop.kernel @fused_reduce_max_sub_exp_reduce_sum_div {
+// CHECK-NEXT: ^{{.*}}(%[[X:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<4x8xf32>):
+// CHECK-DAG:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG:    %[[LOWEST:.*]] = arith.constant 0xff800000 : f32
+// CHECK-NEXT:   loop.parallel [4] {
+// CHECK-NEXT:   ^{{.*}}(%[[I:.*]]: index):
+// CHECK-NEXT:     %[[MAX:.*]] = loop.reduce max [8] init(%[[LOWEST]] : f32) {
+// CHECK-NEXT:     ^{{.*}}(%[[K:.*]]: index):
+// CHECK-NEXT:       %[[XK:.*]] = loop.load %[[X]][%[[I]], %[[K]]]
+// CHECK-NEXT:       loop.yield %[[XK]] : f32
+// CHECK-NEXT:     }
+// CHECK-NEXT:     loop.parallel [8] {
+// CHECK-NEXT:     ^{{.*}}(%[[J:.*]]: index):
+// CHECK-NEXT:       %[[XJ:.*]] = loop.load %[[X]][%[[I]], %[[J]]]
+// CHECK-NEXT:       %[[D:.*]] = arith.subf %[[XJ]], %[[MAX]] : f32
+// CHECK-NEXT:       %[[E:.*]] = math.exp %[[D]] : f32
+// CHECK-NEXT:       loop.store %[[E]], %[[OUT]][%[[I]], %[[J]]]
+// CHECK-NEXT:       loop.yield
+// CHECK-NEXT:     }
+// CHECK-NEXT:     %[[SUM:.*]] = loop.reduce add [8] init(%[[ZERO]] : f32) {
+// CHECK-NEXT:     ^{{.*}}(%[[K2:.*]]: index):
+// CHECK-NEXT:       %[[EK:.*]] = loop.load %[[OUT]][%[[I]], %[[K2]]]
+// CHECK-NEXT:       loop.yield %[[EK]] : f32
+// CHECK-NEXT:     }
+// CHECK-NEXT:     loop.parallel [8] {
+// CHECK-NEXT:     ^{{.*}}(%[[J2:.*]]: index):
+// CHECK-NEXT:       %[[EJ:.*]] = loop.load %[[OUT]][%[[I]], %[[J2]]]
+// CHECK-NEXT:       %[[Y:.*]] = arith.divf %[[EJ]], %[[SUM]] : f32
+// CHECK-NEXT:       loop.store %[[Y]], %[[OUT]][%[[I]], %[[J2]]]
+// CHECK-NEXT:       loop.yield
+// CHECK-NEXT:     }
+// CHECK-NEXT:     loop.yield
+// CHECK-NEXT:   }
+// CHECK-NOT:    loop.parallel
+// CHECK-NEXT:   loop.yield
+// CHECK-LABEL: func.func @softmax_rows(
+// CHECK-SAME: attributes {graphfuse.outputs = 1 : i64, graphfuse.scratch = 0 : i64}
+func.func @softmax_rows(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = graph.fused "fused_reduce_max_sub_exp_reduce_sum_div"(%x) kind = reduction : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%xa: tensor<4x8xf32>):
+    %m = graph.reduce_max %xa axes = [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+    %d = graph.sub %xa, %m : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+    %e = graph.exp %d : tensor<4x8xf32>
+    %s = graph.reduce_sum %e axes = [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+    %y = graph.div %e, %s : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+    graph.yield %y : tensor<4x8xf32>
+  }
+  func.return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// A stitched kernel returning its reduction (keepdims) stores the row's scalar directly,
+// before the inner loop over the row.
+// CHECK-LABEL: loop.kernel @fused_reduce_max_sub {
+// CHECK-NEXT: ^{{.*}}(%[[X:.*]]: memref<4x8xf32>, %[[OUT:.*]]: memref<4x8xf32>, %[[MAXOUT:.*]]: memref<4x1xf32>):
+// CHECK-DAG:    %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-DAG:    %[[LOWEST:.*]] = arith.constant 0xff800000 : f32
+// CHECK-NEXT:   loop.parallel [4] {
+// CHECK-NEXT:   ^{{.*}}(%[[I:.*]]: index):
+// CHECK-NEXT:     %[[MAX:.*]] = loop.reduce max [8] init(%[[LOWEST]] : f32) {
+// CHECK:          }
+// CHECK-NEXT:     loop.store %[[MAX]], %[[MAXOUT]][%[[I]], %[[ZERO]]]
+// CHECK-NEXT:     loop.parallel [8] {
+// CHECK-NEXT:     ^{{.*}}(%[[J:.*]]: index):
+// CHECK-NEXT:       %[[XJ:.*]] = loop.load %[[X]][%[[I]], %[[J]]]
+// CHECK-NEXT:       %[[D:.*]] = arith.subf %[[XJ]], %[[MAX]] : f32
+// CHECK-NEXT:       loop.store %[[D]], %[[OUT]][%[[I]], %[[J]]]
+// CHECK-NEXT:       loop.yield
+// CHECK-NEXT:     }
+// CHECK-NEXT:     loop.yield
+// CHECK-NEXT:   }
+// CHECK-NEXT:   loop.yield
+// CHECK-LABEL: func.func @rows_and_reduction(
+// CHECK-SAME: attributes {graphfuse.outputs = 2 : i64, graphfuse.scratch = 0 : i64}
+func.func @rows_and_reduction(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>) {
   %0, %1 = graph.fused "fused_reduce_max_sub"(%x) kind = reduction : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>) {
   ^bb0(%xa: tensor<4x8xf32>):
     %m = graph.reduce_max %xa axes = [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
@@ -181,6 +273,29 @@ func.func @result_materialised(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<
     graph.yield %d, %m : tensor<4x8xf32>, tensor<4x1xf32>
   }
   func.return %0, %1 : tensor<4x8xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// Not stitched: the result is the rows transposed, so a row's max would be read while
+// computing other rows. The max is materialised and read by a second loop.
+// CHECK-LABEL: loop.kernel @fused_reduce_max_sub_transpose {
+// CHECK-NEXT: ^{{.*}}(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<8x4xf32>, %[[MAX:.*]]: memref<4x1xf32>):
+// CHECK:        loop.parallel [4, 1] {
+// CHECK:          loop.store %{{.*}}, %[[MAX]]
+// CHECK:        loop.parallel [8, 4] {
+// CHECK:          loop.load %[[MAX]]
+// CHECK-LABEL: func.func @rows_transposed(
+// CHECK-SAME: graphfuse.scratch = 1 : i64
+func.func @rows_transposed(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  %0 = graph.fused "fused_reduce_max_sub_transpose"(%x) kind = reduction : (tensor<4x8xf32>) -> tensor<8x4xf32> {
+  ^bb0(%xa: tensor<4x8xf32>):
+    %m = graph.reduce_max %xa axes = [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+    %d = graph.sub %xa, %m : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+    %t = graph.transpose %d perm = [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+    graph.yield %t : tensor<8x4xf32>
+  }
+  func.return %0 : tensor<8x4xf32>
 }
 
 // -----
