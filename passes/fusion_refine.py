@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import SSAValue
 
+from graphfuse.dialects.graph import FusionKind
 from graphfuse.passes.fusion_legality import (
     Limits,
     cycle_reason,
@@ -288,6 +289,12 @@ class Refiner:
         plan = self.plan
         if same_space and plan.space(a) != plan.space(b):
             return None
+        if _ANCHOR in plan.kinds(a) and _ANCHOR in plan.kinds(b):
+            # Two matmuls (convs) in one kernel share no loads: each re-reads its input
+            # along its own reduction, so the bytes the model saves are not saved. XLA
+            # likewise never multi-output fuses its library-call GEMMs.
+            self.reject(step, (a, b), "both kernels hold a matmul, conv or pooling")
+            return None
         change = Change((a, b), (frozenset(plan.kernels[a]) | frozenset(plan.kernels[b]),))
         trial = self.trial(change)
         if trial.reason is not None:
@@ -351,6 +358,9 @@ class Refiner:
                 continue
             merged = self._try_merge("horizontal", earlier, kernel, same_space=True)
             open_by_space[space] = merged if merged is not None else kernel
+
+
+_ANCHOR = FusionKind.OUT_ELEMWISE_FUSABLE
 
 
 def _cone(plan: Plan, roots: list[int], within: set[int]) -> set[int]:

@@ -91,3 +91,20 @@ func.func @rms_norm(%x: tensor<16x64xf32>, %g: tensor<64xf32>) -> tensor<16x64xf
   %y = graph.mul %n, %g : (tensor<16x64xf32>, tensor<64xf32>) -> tensor<16x64xf32>
   func.return %y : tensor<16x64xf32>
 }
+
+// -----
+
+// Three projections of one input (attention's Q, K, V) stay three kernels: two matmuls
+// in one kernel would each still re-read the input along their own reduction, so
+// multi-output fusion of anchors saves nothing (as in XLA, whose GEMMs are library calls).
+// CHECK-LABEL: func.func @qkv_projections
+// CHECK: %[[Q:.*]] = graph.fused "fused_matmul_add"(%x, %wq, %bq)
+// CHECK: %[[K:.*]] = graph.fused "fused_matmul_add"(%x, %wk, %bk)
+// CHECK: func.return %[[Q]], %[[K]]
+func.func @qkv_projections(%x: tensor<16x32xf32>, %wq: tensor<32x32xf32>, %bq: tensor<32xf32>, %wk: tensor<32x32xf32>, %bk: tensor<32xf32>) -> (tensor<16x32xf32>, tensor<16x32xf32>) {
+  %q0 = graph.matmul %x, %wq : (tensor<16x32xf32>, tensor<32x32xf32>) -> tensor<16x32xf32>
+  %q1 = graph.add %q0, %bq : (tensor<16x32xf32>, tensor<32xf32>) -> tensor<16x32xf32>
+  %k0 = graph.matmul %x, %wk : (tensor<16x32xf32>, tensor<32x32xf32>) -> tensor<16x32xf32>
+  %k1 = graph.add %k0, %bk : (tensor<16x32xf32>, tensor<32xf32>) -> tensor<16x32xf32>
+  func.return %q1, %k1 : tensor<16x32xf32>, tensor<16x32xf32>
+}
