@@ -21,6 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
+
+from xdsl.ir import Operation
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind
@@ -52,12 +55,19 @@ def _edge_kind(dag: DataflowGraph, producer: int, consumer: int) -> FusionKind:
 
 
 def _result_elements(dag: DataflowGraph, node: int) -> int:
-    return max((elements(r) for r in dag.nodes[node].op.results), default=0)
+    return _op_elements(dag.nodes[node].op)[0]
 
 
 def _reduction_input(dag: DataflowGraph, node: int) -> int | None:
-    op = dag.nodes[node].op
-    return elements(op.input) if isinstance(op, graph.ReduceOp) else None
+    return _op_elements(dag.nodes[node].op)[1]
+
+
+@lru_cache(maxsize=1 << 16)
+def _op_elements(op: Operation) -> tuple[int, int | None]:
+    """The op's largest result and, for a reduction, its input, in elements (`violations`
+    asks for them on every trial of every kernel holding the op)."""
+    largest = max((elements(r) for r in op.results), default=0)
+    return largest, elements(op.input) if isinstance(op, graph.ReduceOp) else None
 
 
 def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tuple[int, int]]:

@@ -227,36 +227,53 @@ class Refiner:
     def priority_fusion(self) -> None:
         """XLA's loop: pop the most beneficial producer and fuse it, then measure the new
         kernel and its producers again. An entry measured before the latest commit is
-        measured again and pushed back rather than trusted: a kernel formed since may make
-        it illegal (a cycle through it) or change its benefit."""
+        measured again before it is trusted: a kernel formed since may make it illegal (a
+        cycle through it) or change its benefit; if it no longer leads, it goes back."""
         plan = self.plan
         order = itertools.count()
         commits = 0
         version: dict[int, int] = {}
         queue: list[tuple[float, int, int, int, int, Trial]] = []
 
-        def push(kernel: int) -> None:
+        def enqueue(kernel: int, trial: Trial | None) -> None:
             version[kernel] = version.get(kernel, 0) + 1
-            trial = self.best(kernel)
             if trial is not None:
                 entry = (-trial.saved_time, next(order), kernel, version[kernel], commits, trial)
                 heapq.heappush(queue, entry)
 
         for kernel in plan.ordered():
-            push(kernel)
+            enqueue(kernel, self.best(kernel))
         while queue:
             _, _, kernel, seen, measured, trial = heapq.heappop(queue)
             if kernel not in plan.kernels or version[kernel] != seen:
                 continue
             if measured != commits:
-                push(kernel)
-                continue
+                fresh = self._measure_again(trial)
+                if fresh is None or (queue and fresh.saved_time < -queue[0][0]):
+                    enqueue(kernel, fresh)
+                    continue
+                trial = fresh
             copies = len(trial.change.added) > 1
             what = f"recomputed in {len(trial.change.removed) - 1} consumers" if copies else "fused"
             added = self.commit("priority", trial, what)
             commits += 1
             for affected in sorted(set(added) | plan.neighbourhood(added)):
-                push(affected)
+                enqueue(affected, self.best(affected))
+
+    def _measure_again(self, trial: Trial) -> Trial | None:
+        """`trial`'s change measured on the plan as it is now, if still allowed and
+        worth it (its kernels all still exist, so the producer's consumers are the same);
+        otherwise the producer's best change now."""
+        change = trial.change
+        producer = change.removed[0]
+        if any(k not in self.plan.kernels for k in change.removed):
+            return self.best(producer)
+        fresh = self.trial(change)
+        duplicates = len(change.added) != 1
+        worse = duplicates and fresh.bytes_after >= fresh.bytes_before
+        if fresh.reason is not None or fresh.saved_time <= 0 or worse:
+            return self.best(producer)
+        return fresh
 
     # ---- 3. multi-output (sibling) fusion ------------------------------------------------
 

@@ -218,14 +218,16 @@ class Plan:
         """Lift consumers (transitively) above `kernel`; whether any level changed."""
         changed = False
         stack = [kernel]
+        # In an acyclic graph a raised level exceeds `kernel`'s by at most the length of
+        # a path from it; past that a change made a cycle, which must fail here rather
+        # than loop for ever.
+        bound = self.level[kernel] + len(self.kernels)
         while stack:
             current = stack.pop()
             for after in self.consumers(current):
                 if self.level.get(after, -1) <= self.level[current]:
                     self.level[after] = self.level[current] + 1
-                    # Levels of an acyclic graph stay below its size; past it, a change
-                    # made a cycle, which must fail here rather than loop for ever.
-                    assert self.level[after] <= len(self.kernels), "the kernel graph has a cycle"
+                    assert self.level[after] <= bound, "the kernel graph has a cycle"
                     stack.append(after)
                     changed = True
         return changed
