@@ -1,7 +1,8 @@
 """Benchmark: TVM-style fusion rules alone vs the full graph-fuse pipeline (cost-model issue).
 
 Run: `.venv/bin/python bench/bench_fusion.py [--only NAME ...] [--models] [--full]
-[--seconds S]`.
+[--seconds S]`, or `--ablation`: bytes moved by the default pipeline and with each
+refinement step off alone (graph level, no builds), the least marked `*`.
 
 For each workload of bench/workloads.py (and, with `--models`, each ONNX model of
 tests/frontend/model_zoo.py), in one process: kernels and bytes moved (kernel inputs +
@@ -19,6 +20,7 @@ import argparse
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +34,9 @@ import workloads  # noqa: E402
 from bench_compile import best_time, cold_compile  # noqa: E402
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to  # noqa: E402
-from graphfuse.parsing import parse_text  # noqa: E402
+from graphfuse.parsing import make_context, parse_text  # noqa: E402
 from graphfuse.passes.dataflow import functions  # noqa: E402
+from graphfuse.passes.graph_fuse import default_refinement, front_end, fuse_function  # noqa: E402
 from graphfuse.passes.kernel_stats import Summary, kernel_stats  # noqa: E402
 
 RULES = CompileOptions(refine=False)
@@ -135,13 +138,59 @@ def run_models(only: list[str] | None, full: bool, seconds: float) -> None:
             print_row(f"model {name}", compare(module, inputs, seconds))
 
 
+ABLATIONS: dict[str, dict[str, bool]] = {
+    "full": {},
+    "-priority": {"priority": False},
+    "-recompute": {"recompute": False},
+    "-stitch": {"stitch": False},
+    "-multi-output": {"multi_output": False},
+    "-merger": {"merger": False},
+    "-rollback": {"rollback": False},
+    "-horizontal": {"horizontal": False},
+}
+"""The default pipeline, then each step switched off alone."""
+
+
+def ablation_bytes(module: Any) -> dict[str, int]:
+    """MB moved by the default pipeline and with each refinement step off (graph level)."""
+    moved: dict[str, int] = {}
+    for name, off in ABLATIONS.items():
+        base = default_refinement()
+        limits = replace(base.limits, stitch=off.get("stitch", True))
+        steps = {k: v for k, v in off.items() if k != "stitch"}
+        refine = replace(base, limits=limits, **steps)
+        copy = module.clone()
+        front_end(make_context(), copy, True, True, True, None)
+        for function in functions(copy):
+            fuse_function(function, base.limits.max_ops, refine)
+        moved[name] = _moved(Summary.of(kernel_stats(next(functions(copy)))))
+    return moved
+
+
+def run_ablation(only: list[str] | None) -> None:
+    print(f"{'MB moved':38} " + " ".join(f"{name:>13}" for name in ABLATIONS))
+    for name, (make, _) in workloads.WORKLOADS.items():
+        if only and not any(s in name for s in only):
+            continue
+        moved = ablation_bytes(parse_text(make(), "workload"))
+        best = min(moved.values())
+        cells = [f"{v / 1e6:>12.3f}{'*' if v == best else ' '}" for v in moved.values()]
+        print(f"{name:38} " + " ".join(cells), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", nargs="*", help="substrings of workload / model names")
     parser.add_argument("--models", action="store_true", help="also the ONNX models")
     parser.add_argument("--full", action="store_true", help="published model sizes")
     parser.add_argument("--seconds", type=float, default=2.0, help="timing budget per build")
+    parser.add_argument(
+        "--ablation", action="store_true", help="bytes with each refinement step off, no timing"
+    )
     args = parser.parse_args()
+    if args.ablation:
+        run_ablation(args.only)
+        return
     print(
         f"{'workload':38} {'kernels':>9} {'MB moved rules->full':>20} {'saved KB':>10} "
         f"{'ratio':>6} "
