@@ -201,7 +201,7 @@ class Refiner:
             if any(u.operation not in plan.dag.index_of for u in r.uses)
         ]
         remaining = frozenset(_cone(plan, extern, nodes))
-        if remaining.union(*cones) != nodes:
+        if remaining.union(*cones) != frozenset(nodes):
             return None
         added = [remaining] if remaining else []
         pairs = zip(consumers, cones, strict=True)

@@ -30,7 +30,7 @@ from functools import reduce
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation
+from xdsl.ir import Block, Operation, OpResult
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -184,9 +184,9 @@ def _wire(
 ) -> None:
     """Point `op`'s operands at its kernel's copy of each producer, or the original."""
     for index, operand in enumerate(op.operands):
-        source = operand.owner
-        if not isinstance(source, Operation) or source not in origin:
+        if not isinstance(operand, OpResult) or operand.op not in origin:
             continue
+        source = operand.op
         node = origin[source]
         producer = local.get(node, dag.nodes[node].op)
         if producer is not source:
