@@ -200,7 +200,8 @@ def tensor_type_of(value: SSAValue | Attribute) -> TensorType[Attribute]:
     return cast(TensorType[Attribute], typ)
 
 
-def _shape(value: SSAValue | Attribute) -> tuple[int, ...]:
+def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
+    """The static shape of a graph value (or of a tensor type)."""
     return tensor_type_of(value).get_shape()
 
 
@@ -213,7 +214,7 @@ def _i64_array(values: Sequence[int]) -> DenseArrayBase[IntegerType]:
 
 
 def _check_result_shape(op: Operation, expected: Sequence[int], why: str, index: int = 0) -> None:
-    actual = _shape(op.results[index])
+    actual = shape_of(op.results[index])
     if tuple(actual) != tuple(expected):
         raise VerifyException(
             f"result #{index} has shape {rules.format_shape(actual)}, expected "
@@ -339,7 +340,7 @@ class CastOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
-        _check_result_shape(self, _shape(self.input), "a cast keeps the shape")
+        _check_result_shape(self, shape_of(self.input), "a cast keeps the shape")
 
 
 class BinaryOp(IRDLOperation, abc.ABC):
@@ -356,12 +357,12 @@ class BinaryOp(IRDLOperation, abc.ABC):
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
         lhs_type = tensor_type_of(SSAValue.get(lhs))
-        shape = rules.broadcast_shapes(lhs_type.get_shape(), _shape(SSAValue.get(rhs)))
+        shape = rules.broadcast_shapes(lhs_type.get_shape(), shape_of(SSAValue.get(rhs)))
         result_type = TensorType(lhs_type.get_element_type(), shape)
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
     def verify_(self) -> None:
-        expected = rules.broadcast_shapes(_shape(self.lhs), _shape(self.rhs))
+        expected = rules.broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
         _check_result_shape(self, expected, "broadcast of the operand shapes")
 
 
@@ -439,7 +440,7 @@ class CompareOp(IRDLOperation):
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.ELEMWISE))
 
     def verify_(self) -> None:
-        expected = rules.broadcast_shapes(_shape(self.lhs), _shape(self.rhs))
+        expected = rules.broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
         _check_result_shape(self, expected, "broadcast of the operand shapes")
 
 
@@ -462,7 +463,7 @@ class SelectOp(IRDLOperation):
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.ELEMWISE))
 
     def verify_(self) -> None:
-        shapes = (_shape(self.condition), _shape(self.on_true), _shape(self.on_false))
+        shapes = (shape_of(self.condition), shape_of(self.on_true), shape_of(self.on_false))
         expected = rules.broadcast_shapes(*shapes)
         _check_result_shape(self, expected, "broadcast of the operand shapes")
 
@@ -494,7 +495,7 @@ class BroadcastToOp(ShapeOp):
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.BROADCAST))
 
     def verify_(self) -> None:
-        rules.check_broadcastable_to(_shape(self.input), _shape(self.result))
+        rules.check_broadcastable_to(shape_of(self.input), shape_of(self.result))
 
 
 @irdl_op_definition
@@ -506,7 +507,7 @@ class ReshapeOp(ShapeOp):
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.INJECTIVE))
 
     def verify_(self) -> None:
-        rules.reshape_check(_shape(self.input), _shape(self.result))
+        rules.reshape_check(shape_of(self.input), shape_of(self.result))
 
 
 @irdl_op_definition
@@ -532,7 +533,7 @@ class TransposeOp(ShapeOp):
 
     def verify_(self) -> None:
         perm = _ints(self.perm)
-        expected = rules.transpose_shape(_shape(self.input), perm)
+        expected = rules.transpose_shape(shape_of(self.input), perm)
         _check_result_shape(self, expected, f"input transposed by perm {list(perm)}")
 
 
@@ -556,7 +557,7 @@ class SliceOp(ShapeOp):
     )
 
     def verify_(self) -> None:
-        in_shape, out_shape = _shape(self.input), _shape(self.result)
+        in_shape, out_shape = shape_of(self.input), shape_of(self.result)
         if len(in_shape) != len(out_shape):
             raise VerifyException(
                 f"result rank {len(out_shape)} differs from input rank {len(in_shape)}"
@@ -582,7 +583,7 @@ class ConcatOp(IRDLOperation):
     def verify_(self) -> None:
         if not self.inputs:
             raise VerifyException("concat needs at least one input")
-        shapes = [_shape(v) for v in self.inputs]
+        shapes = [shape_of(v) for v in self.inputs]
         expected = rules.concat_shape(shapes, self.axis.value.data)
         _check_result_shape(self, expected, f"concatenation along axis {self.axis.value.data}")
 
@@ -619,7 +620,7 @@ class GatherOp(IRDLOperation):
 
     def __init__(self, data: SSAValue | Operation, indices: SSAValue | Operation, axis: int = 0):
         data_type = tensor_type_of(SSAValue.get(data))
-        shape = rules.gather_shape(data_type.get_shape(), _shape(SSAValue.get(indices)), axis)
+        shape = rules.gather_shape(data_type.get_shape(), shape_of(SSAValue.get(indices)), axis)
         super().__init__(
             operands=[data, indices],
             properties={"axis": IntegerAttr(axis, i64)},
@@ -628,7 +629,7 @@ class GatherOp(IRDLOperation):
 
     def verify_(self) -> None:
         axis = self.axis.value.data
-        expected = rules.gather_shape(_shape(self.data), _shape(self.indices), axis)
+        expected = rules.gather_shape(shape_of(self.data), shape_of(self.indices), axis)
         _check_result_shape(self, expected, f"gather along axis {axis}")
 
 
@@ -654,7 +655,7 @@ class PadOp(ShapeOp):
 
     def verify_(self) -> None:
         low, high = _ints(self.low), _ints(self.high)
-        expected = rules.pad_shape(_shape(self.input), low, high)
+        expected = rules.pad_shape(shape_of(self.input), low, high)
         _check_result_shape(self, expected, f"input padded by {list(low)}, {list(high)}")
 
 
@@ -693,7 +694,7 @@ class ReduceOp(IRDLOperation, abc.ABC):
 
     def verify_(self) -> None:
         axes = _ints(self.axes)
-        expected = rules.reduce_shape(_shape(self.input), axes, self.keepdims is not None)
+        expected = rules.reduce_shape(shape_of(self.input), axes, self.keepdims is not None)
         _check_result_shape(self, expected, f"reduction over axes {list(axes)}")
 
 
@@ -751,7 +752,7 @@ class MatmulOp(IRDLOperation):
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.OUT_ELEMWISE_FUSABLE))
 
     def verify_(self) -> None:
-        expected = rules.matmul_shape(_shape(self.lhs), _shape(self.rhs))
+        expected = rules.matmul_shape(shape_of(self.lhs), shape_of(self.rhs))
         _check_result_shape(self, expected, "batched matmul of the operand shapes")
 
 
@@ -783,8 +784,8 @@ class Conv2dOp(IRDLOperation):
 
     def verify_(self) -> None:
         expected = rules.conv2d_shape(
-            _shape(self.input),
-            _shape(self.weight),
+            shape_of(self.input),
+            shape_of(self.weight),
             _ints(self.strides),
             _ints(self.padding),
             _ints(self.dilations),
@@ -812,7 +813,7 @@ class Pool2dOp(IRDLOperation, abc.ABC):
 
     def verify_(self) -> None:
         expected = rules.pool2d_shape(
-            _shape(self.input), _ints(self.kernel), _ints(self.strides), _ints(self.padding)
+            shape_of(self.input), _ints(self.kernel), _ints(self.strides), _ints(self.padding)
         )
         _check_result_shape(self, expected, "pooling of the input shape")
 
@@ -871,7 +872,7 @@ class AxisCompoundOp(CompoundUnaryOp, abc.ABC):
     assembly_format = "$input `axis` `=` $axis attr-dict `:` type($result)"
 
     def verify_(self) -> None:
-        rules.normalize_axis(self.axis.value.data, len(_shape(self.input)))
+        rules.normalize_axis(self.axis.value.data, len(shape_of(self.input)))
 
 
 @irdl_op_definition
@@ -935,12 +936,12 @@ class LayerNormOp(IRDLOperation):
     traits = traits_def(Pure(), CompoundOp(), FusionKindTrait(FusionKind.OPAQUE))
 
     def verify_(self) -> None:
-        shape = _shape(self.input)
+        shape = shape_of(self.input)
         axis = rules.normalize_axis(self.axis.value.data, len(shape))
         for index, operand in ((1, self.scale), (2, self.bias)):
-            if _shape(operand) != shape[axis:]:
+            if shape_of(operand) != shape[axis:]:
                 raise VerifyException(
-                    f"operand #{index} has shape {rules.format_shape(_shape(operand))}, "
+                    f"operand #{index} has shape {rules.format_shape(shape_of(operand))}, "
                     f"expected {rules.format_shape(shape[axis:])} (the normalised dims)"
                 )
 
@@ -973,13 +974,13 @@ class BatchNormOp(IRDLOperation):
     traits = traits_def(Pure(), CompoundOp(), FusionKindTrait(FusionKind.OPAQUE))
 
     def verify_(self) -> None:
-        shape = _shape(self.input)
+        shape = shape_of(self.input)
         if len(shape) < 2:
             raise VerifyException(f"input has rank {len(shape)}, expected at least 2 (N, C, ...)")
         for index, operand in enumerate(self.operands[1:], start=1):
-            if _shape(operand) != (shape[1],):
+            if shape_of(operand) != (shape[1],):
                 raise VerifyException(
-                    f"operand #{index} has shape {rules.format_shape(_shape(operand))}, "
+                    f"operand #{index} has shape {rules.format_shape(shape_of(operand))}, "
                     f"expected {shape[1]} (the channel count)"
                 )
 
@@ -1008,7 +1009,7 @@ class SortOp(IRDLOperation):
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.OPAQUE))
 
     def verify_(self) -> None:
-        rules.normalize_axis(self.axis.value.data, len(_shape(self.input)))
+        rules.normalize_axis(self.axis.value.data, len(shape_of(self.input)))
 
 
 @irdl_op_definition
@@ -1034,7 +1035,7 @@ class TopKOp(IRDLOperation):
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.OPAQUE))
 
     def verify_(self) -> None:
-        shape = _shape(self.input)
+        shape = shape_of(self.input)
         axis = rules.normalize_axis(self.axis.value.data, len(shape))
         k = self.k.value.data
         if not 1 <= k <= shape[axis]:

@@ -41,7 +41,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from graphfuse.dialects import graph, loop
 from graphfuse.dialects import shape_rules as rules
-from graphfuse.dialects.graph import FusionKind, fusion_kind, tensor_type_of
+from graphfuse.dialects.graph import FusionKind, fusion_kind, shape_of, tensor_type_of
 from graphfuse.lowering import index_maps
 from graphfuse.lowering.emitter import Emitter, Index, compute_type, is_float, point_index
 from graphfuse.lowering.operand_layouts import OperandCopy, copy_for, operand_copies
@@ -77,10 +77,6 @@ class GlobalPool:
         return name, typ
 
 
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    return tuple(tensor_type_of(value).get_shape())
-
-
 def _identity_closed(value: SSAValue, seen: dict[SSAValue, bool]) -> bool:
     """Every use of `value` is the yield or an elementwise op of the same shape whose
     result is itself identity-closed: each element is used once per output point."""
@@ -94,7 +90,7 @@ def _identity_closed(value: SSAValue, seen: dict[SSAValue, bool]) -> bool:
             continue
         if (
             fusion_kind(user) != FusionKind.ELEMWISE
-            or any(_shape(r) != _shape(value) for r in user.results)
+            or any(shape_of(r) != shape_of(value) for r in user.results)
             or not all(_identity_closed(r, seen) for r in user.results)
         ):
             ok = False
@@ -250,12 +246,12 @@ class _KernelBuilder:
             if isinstance(op, RANKING_OPS):
                 emit_ranking(self.em, op, self.value_at, buffers)
             else:
-                self._stage(_shape(op.results[0]), [(op.results[0], buffers[0])])
+                self._stage(shape_of(op.results[0]), [(op.results[0], buffers[0])])
             for result, homes_of_result in zip(op.results, buffers, strict=True):
                 self.buffer_of[result] = homes_of_result[0]
         by_shape: dict[tuple[int, ...], list[tuple[SSAValue, list[SSAValue]]]] = {}
         for value, buffers in homes.items():
-            by_shape.setdefault(_shape(value), []).append((value, buffers))
+            by_shape.setdefault(shape_of(value), []).append((value, buffers))
         for shape, group in by_shape.items():
             self._stage(shape, group)
 
@@ -274,7 +270,7 @@ class _KernelBuilder:
             # Kept rows of this shape live in output buffers this loop stores to: load
             # them before any store.
             for kept in self.row_buffers:
-                if _shape(kept) == _shape(group[0][0]):
+                if shape_of(kept) == shape_of(group[0][0]):
                     self.value_at(kept, index)
             self._store(group, index)
             self.em.add(loop.YieldOp())
@@ -377,7 +373,7 @@ class _KernelBuilder:
         assert isinstance(op, Operation)
         rule = SCALAR_RULES.get(type(op))
         if rule is not None:
-            args = [self.value_at(v, index_maps.broadcast(index, _shape(v))) for v in op.operands]
+            args = [self.value_at(v, index_maps.broadcast(index, shape_of(v))) for v in op.operands]
             return rule(self.em, op, args)
         method = self.VALUE_RULES.get(type(op))
         if method is None:
@@ -411,10 +407,10 @@ class _KernelBuilder:
         return self._load(buffer, index)
 
     def _broadcast_to(self, op: graph.BroadcastToOp, index: tuple[Index, ...]) -> SSAValue:
-        return self.value_at(op.input, index_maps.broadcast(index, _shape(op.input)))
+        return self.value_at(op.input, index_maps.broadcast(index, shape_of(op.input)))
 
     def _reshape(self, op: graph.ReshapeOp, index: tuple[Index, ...]) -> SSAValue:
-        mapped = index_maps.reshape(self.em, index, _shape(op.result), _shape(op.input))
+        mapped = index_maps.reshape(self.em, index, shape_of(op.result), shape_of(op.input))
         return self.value_at(op.input, mapped)
 
     def _transpose(self, op: graph.TransposeOp, index: tuple[Index, ...]) -> SSAValue:
@@ -437,7 +433,7 @@ class _KernelBuilder:
         load uses a clamped index and a select picks the answer). Only dims whose entry
         in `checked` is true (all by default) can leave the shape."""
         em = self.em
-        shape = _shape(value)
+        shape = shape_of(value)
         checked = checked or [True] * len(shape)
         inside: SSAValue | bool = True
         for i, dim, check in zip(index, shape, checked, strict=True):
@@ -466,9 +462,9 @@ class _KernelBuilder:
     def _gather(self, op: graph.GatherOp, index: tuple[Index, ...]) -> SSAValue:
         """data at `index` with the dims indices spans replaced by one position on `axis`:
         the index read from `indices` there (a data-dependent index map)."""
-        shape = _shape(op.data)
+        shape = shape_of(op.data)
         axis = rules.normalize_axis(op.axis.value.data, len(shape))
-        rank = len(_shape(op.indices))
+        rank = len(shape_of(op.indices))
         position = self._gather_position(op.indices, index[axis : axis + rank], shape[axis])
         return self.value_at(op.data, (*index[:axis], position, *index[axis + rank :]))
 
@@ -496,7 +492,7 @@ class _KernelBuilder:
         axis = rules.normalize_axis(op.axis.value.data, len(index))
         offsets = [0]
         for v in op.inputs:
-            offsets.append(offsets[-1] + _shape(v)[axis])
+            offsets.append(offsets[-1] + shape_of(v)[axis])
         position = index[axis]
         if isinstance(position, int):
             k = next(k for k in range(len(op.inputs)) if position < offsets[k + 1])
@@ -505,7 +501,7 @@ class _KernelBuilder:
         result: SSAValue | None = None
         for k in reversed(range(len(op.inputs))):
             v = op.inputs[k]
-            local_pos = em.iclamp(em.isub(position, offsets[k]), _shape(v)[axis])
+            local_pos = em.iclamp(em.isub(position, offsets[k]), shape_of(v)[axis])
             part = self.value_at(v, (*index[:axis], local_pos, *index[axis + 1 :]))
             if result is None:
                 result = part
@@ -541,7 +537,7 @@ class _KernelBuilder:
         return em.emit(reduce)
 
     def _reduce(self, op: graph.ReduceOp, index: tuple[Index, ...]) -> SSAValue:
-        in_shape = _shape(op.input)
+        in_shape = shape_of(op.input)
         # Sorted: the loop over reduced dims follows dim order, as _reduced_index reads it.
         axes = sorted(rules.normalize_axes(op.axes.get_values(), len(in_shape)))
         keepdims = op.keepdims is not None
@@ -571,7 +567,7 @@ class _KernelBuilder:
         return self.em.emit(arith.MulfOp(a, b) if is_float(a.type) else arith.MuliOp(a, b))
 
     def _matmul(self, op: graph.MatmulOp, index: tuple[Index, ...]) -> SSAValue:
-        lhs_shape, rhs_shape = _shape(op.lhs), _shape(op.rhs)
+        lhs_shape, rhs_shape = shape_of(op.lhs), shape_of(op.rhs)
         batch, m, n = index[:-2], index[-2], index[-1]
         lhs_batch = index_maps.broadcast(batch, lhs_shape[:-2])
         rhs_batch = index_maps.broadcast(batch, rhs_shape[:-2])
@@ -598,8 +594,8 @@ class _KernelBuilder:
     def _conv2d(self, op: graph.Conv2dOp, index: tuple[Index, ...]) -> SSAValue:
         em = self.em
         n, co, oh, ow = index
-        channels = _shape(op.input)[1]
-        out_channels, group_channels, kh, kw = _shape(op.weight)
+        channels = shape_of(op.input)[1]
+        out_channels, group_channels, kh, kw = shape_of(op.weight)
         groups = op.groups.value.data
         sh, sw = op.strides.get_values()
         dh, dw = op.dilations.get_values()
@@ -659,7 +655,7 @@ class _KernelBuilder:
             return total
         if isinstance(op, graph.AvgPool2dOp) and op.count_include_pad is not None:
             return em.emit(arith.DivfOp(total, em.constant(float(kh * kw), typ)))
-        height, width = _shape(op.input)[2:]
+        height, width = shape_of(op.input)[2:]
 
         def counted(taps: tuple[Index, ...]) -> SSAValue:
             _, _, ih, iw = position(taps)

@@ -53,7 +53,7 @@ from xdsl.ir import Operation, SSAValue
 
 from graphfuse.dialects import graph
 from graphfuse.dialects import shape_rules as rules
-from graphfuse.dialects.graph import tensor_type_of
+from graphfuse.dialects.graph import shape_of, tensor_type_of
 from graphfuse.lowering.emitter import Index, compute_type, is_float
 from graphfuse.lowering.scalar_ops import SCALAR_RULES
 
@@ -87,20 +87,16 @@ class RowPlan:
 
     def trailing(self, value: SSAValue) -> tuple[int, ...]:
         """The dims of `value` inside one row."""
-        return _shape(value)[len(self.rows) :]
+        return shape_of(value)[len(self.rows) :]
 
     def row_index(self, row: Sequence[Index], value: SSAValue) -> tuple[Index, ...]:
         """The index of a value with one element per row: the row, then zeros."""
         return (*row, *(0 for _ in self.trailing(value)))
 
 
-def _shape(value: SSAValue) -> tuple[int, ...]:
-    return tuple(tensor_type_of(value).get_shape())
-
-
 def reduced_rows(op: graph.ReduceOp) -> tuple[int, ...] | None:
     """The leading dims `op` keeps when it reduces exactly the trailing dims, else None."""
-    shape = _shape(op.input)
+    shape = shape_of(op.input)
     axes = sorted(rules.normalize_axes(op.axes.get_values(), len(shape)))
     first = len(shape) - len(axes)
     if first < 1 or axes != list(range(first, len(shape))):
@@ -129,10 +125,10 @@ def _reads_own_row(user: Operation, operand: SSAValue, rows: tuple[int, ...]) ->
     if isinstance(user, graph.YieldOp):
         return True
     if isinstance(user, graph.ReduceOp):
-        shape = _shape(user.input)
+        shape = shape_of(user.input)
         axes = rules.normalize_axes(user.axes.get_values(), len(shape))
         return min(axes, default=len(shape)) >= len(rows)
-    same_rank = all(len(_shape(r)) == len(_shape(operand)) for r in user.results)
+    same_rank = all(len(shape_of(r)) == len(shape_of(operand)) for r in user.results)
     if type(user) in SCALAR_RULES or isinstance(user, graph.BroadcastToOp):
         return same_rank
     # A reshape maps the dims both shapes start with directly; both start with the rows.
@@ -142,7 +138,7 @@ def _reads_own_row(user: Operation, operand: SSAValue, rows: tuple[int, ...]) ->
 def _row_local(values: Iterable[SSAValue], rows: tuple[int, ...]) -> bool:
     """Everything computed from `values` has one row per row and reads its own row."""
     for value in _forward(values):
-        if _shape(value)[: len(rows)] != rows:
+        if shape_of(value)[: len(rows)] != rows:
             return False
         if not all(_reads_own_row(use.operation, value, rows) for use in value.uses):
             return False
@@ -163,7 +159,7 @@ def stitched_rows(
     rows = found.pop()
     if found or rows is None or math.prod(rows) < 2:
         return None
-    if any(_shape(r)[: len(rows)] != rows for r in results):
+    if any(shape_of(r)[: len(rows)] != rows for r in results):
         return None
     if not _row_local((op.result for op in reductions), rows):
         return None
@@ -172,7 +168,7 @@ def stitched_rows(
 
 def _costly(value: SSAValue) -> bool:
     """The elementwise cone computing `value` at one point holds a costly op."""
-    shape = _shape(value)
+    shape = shape_of(value)
     pending = [value]
     seen: set[SSAValue] = set()
     while pending:
@@ -183,14 +179,14 @@ def _costly(value: SSAValue) -> bool:
         seen.add(current)
         if isinstance(op, COSTLY_OPS):
             return True
-        pending.extend(v for v in op.operands if _shape(v) == shape)
+        pending.extend(v for v in op.operands if shape_of(v) == shape)
     return False
 
 
 def _read_at_own_point(value: SSAValue, rows: tuple[int, ...]) -> bool:
     """Every read of `value` (through elementwise ops of its shape) is at the point being
     computed or by a reduction of whole rows."""
-    shape = _shape(value)
+    shape = shape_of(value)
     pending = [value]
     seen: set[SSAValue] = set()
     while pending:
@@ -204,14 +200,14 @@ def _read_at_own_point(value: SSAValue, rows: tuple[int, ...]) -> bool:
                 continue
             if isinstance(user, graph.YieldOp):
                 continue
-            if type(user) not in SCALAR_RULES or any(_shape(r) != shape for r in user.results):
+            if type(user) not in SCALAR_RULES or any(shape_of(r) != shape for r in user.results):
                 return False
             pending.extend(user.results)
     return True
 
 
 def _worth_keeping(value: SSAValue, rows: tuple[int, ...]) -> bool:
-    trailing = _shape(value)[len(rows) :]
+    trailing = shape_of(value)[len(rows) :]
     return (
         ROW_BUFFERS
         and math.prod(trailing) >= 2
@@ -232,7 +228,7 @@ def _home(value: SSAValue, results: Sequence[SSAValue], taken: Collection[int]) 
         position
         for position, result in enumerate(results)
         if position not in taken
-        and _shape(result) == _shape(value)
+        and shape_of(result) == shape_of(value)
         and tensor_type_of(result).get_element_type() == element
     ]
     own = [position for position in free if results[position] is value]
@@ -253,7 +249,7 @@ def row_plan(
         for op in ops
         if not isinstance(op, graph.YieldOp)
         for r in op.results
-        if r in dependent and all(d == 1 for d in _shape(r)[len(rows) :])
+        if r in dependent and all(d == 1 for d in shape_of(r)[len(rows) :])
     ]
     kept: dict[SSAValue, int] = {}
     for op in reductions:

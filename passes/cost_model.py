@@ -17,12 +17,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind, fusion_kind, tensor_type_of
-from graphfuse.passes.kernel_stats import value_bytes
+from graphfuse.passes.kernel_stats import elements
 
 
 @dataclass(frozen=True)
@@ -67,13 +66,6 @@ class KernelCost:
         return target.launch + max(memory, compute)
 
 
-def elements(value: SSAValue) -> int:
-    """Elements of a tensor value (0 for anything else)."""
-    if not isinstance(value.type, TensorType):
-        return 0
-    return math.prod(tensor_type_of(value).get_shape())
-
-
 _TRANSCENDENTAL = (
     graph.ExpOp,
     graph.LogOp,
@@ -114,7 +106,3 @@ def op_flops(op: Operation) -> int:
     if kind is FusionKind.ELEMWISE or kind is FusionKind.BROADCAST:
         return sum(elements(r) for r in op.results) * _elementwise_flops(op)
     return 0
-
-
-def values_bytes(values: list[SSAValue] | set[SSAValue]) -> int:
-    return sum(value_bytes(v) for v in values)

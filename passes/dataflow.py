@@ -21,6 +21,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind, fusion_kind
+from graphfuse.passes.kernel_stats import elements
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,10 @@ class Node:
     extern_ref: bool = False
     size: int = 1
     """Ops the node stands for in a kernel (`op_count`), for the max-depth limit."""
+    elements: int = 0
+    """Elements of its largest result (fusion legality compares sizes on every trial)."""
+    reduced: int | None = None
+    """For a reduction, the elements of its input."""
 
 
 def _shape(value: SSAValue) -> tuple[int, ...] | None:
@@ -117,7 +122,7 @@ class DataflowGraph:
         for op in block.ops:
             if is_node_op(op):
                 index_of[op] = len(nodes)
-                nodes.append(Node(len(nodes), op, node_kind(op), size=op_count(op)))
+                nodes.append(_node(len(nodes), op))
         for node in nodes:
             _link_operands(node, nodes, index_of)
         return DataflowGraph(nodes, index_of)
@@ -128,6 +133,12 @@ class DataflowGraph:
     def label(self, index: int) -> str:
         """`graph.add %sum` (or `graph.add #7` for an unnamed result): names an op in reports."""
         return op_label(self.nodes[index].op, index)
+
+
+def _node(index: int, op: Operation) -> Node:
+    largest = max((elements(r) for r in op.results), default=0)
+    reduced = elements(op.input) if isinstance(op, graph.ReduceOp) else None
+    return Node(index, op, node_kind(op), size=op_count(op), elements=largest, reduced=reduced)
 
 
 def _link_operands(node: Node, nodes: Sequence[Node], index_of: dict[Operation, int]) -> None:

@@ -21,13 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 
-from xdsl.ir import Operation
-
-from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind
-from graphfuse.passes.cost_model import elements
 from graphfuse.passes.dataflow import DataflowGraph
 from graphfuse.passes.kernel_plan import Plan
 from graphfuse.passes.post_dominators import combine
@@ -54,22 +49,6 @@ def _edge_kind(dag: DataflowGraph, producer: int, consumer: int) -> FusionKind:
     return result
 
 
-def _result_elements(dag: DataflowGraph, node: int) -> int:
-    return _op_elements(dag.nodes[node].op)[0]
-
-
-def _reduction_input(dag: DataflowGraph, node: int) -> int | None:
-    return _op_elements(dag.nodes[node].op)[1]
-
-
-@lru_cache(maxsize=1 << 16)
-def _op_elements(op: Operation) -> tuple[int, int | None]:
-    """The op's largest result and, for a reduction, its input, in elements (`violations`
-    asks for them on every trial of every kernel holding the op)."""
-    largest = max((elements(r) for r in op.results), default=0)
-    return largest, elements(op.input) if isinstance(op, graph.ReduceOp) else None
-
-
 def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tuple[int, int]]:
     """(upstream node, node) pairs of one kernel that would multiply work (module doc)."""
     members = sorted(set(nodes))
@@ -80,7 +59,7 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
     for node in members:
         kind = dag.nodes[node].kind
         anchors[node] = {node} if kind is K.OUT_ELEMWISE_FUSABLE else set()
-        reductions[node] = {node} if _reduction_input(dag, node) is not None else set()
+        reductions[node] = {node} if dag.nodes[node].reduced is not None else set()
         for producer in dag.nodes[node].inputs:
             if producer not in inside:
                 continue
@@ -93,9 +72,9 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
             if not stitch:
                 found.update((r, node) for r in reductions[producer])
             reductions[node] |= reductions[producer]
-        size = _result_elements(dag, node)
+        size = dag.nodes[node].elements
         for reduction in reductions[node] - {node}:
-            source = _reduction_input(dag, reduction)
+            source = dag.nodes[reduction].reduced
             if source is not None and size > source:
                 found.add((reduction, node))
     return found

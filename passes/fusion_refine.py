@@ -41,6 +41,9 @@ from graphfuse.passes.fusion_legality import (
 from graphfuse.passes.graph_fusion_report import format_bytes
 from graphfuse.passes.kernel_plan import Change, Plan, kernel_cycle
 
+HORIZONTAL_MAX_BYTES = 1 << 20
+"""Kernels moving more bytes than this are not small enough for horizontal fusion."""
+
 
 @dataclass(frozen=True)
 class RefineOptions:
@@ -53,7 +56,7 @@ class RefineOptions:
     merger: bool = True
     rollback: bool = True
     horizontal: bool = True
-    horizontal_max_bytes: int = 1 << 20
+    horizontal_max_bytes: int = HORIZONTAL_MAX_BYTES
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class Refiner:
 
     def run(self) -> None:
         options = self.options
+        self.plan.compute_levels()
         self.enforce_limits()
         steps = (
             (options.priority, self.priority_fusion),
@@ -106,7 +110,7 @@ class Refiner:
             old |= violations(plan.dag, plan.kernels[kernel], self.options.limits.stitch)
         merge = len(change.added) == 1
         cycle = cycle_reason(plan, change.removed) if merge else None
-        undo = plan.apply(change)
+        undo = plan.apply(change, before_ids)
         try:
             reason = cycle or illegal(plan, undo.added_ids, old, self.options.limits)
             after_ids = (before_ids - set(change.removed)) | set(undo.added_ids)

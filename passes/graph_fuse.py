@@ -38,7 +38,7 @@ from graphfuse.dialects import graph
 from graphfuse.passes.cost_model import CPU_HOST, TARGETS, Target
 from graphfuse.passes.dataflow import DataflowGraph, functions, is_preformed, node_kind, op_count
 from graphfuse.passes.fusion_legality import Limits
-from graphfuse.passes.fusion_refine import RefineOptions, Refiner
+from graphfuse.passes.fusion_refine import HORIZONTAL_MAX_BYTES, RefineOptions, Refiner
 from graphfuse.passes.graph_decompose import GraphDecomposePass
 from graphfuse.passes.graph_fuse_patterns import fuse_patterns
 from graphfuse.passes.graph_simplify import GraphSimplifyPass
@@ -276,7 +276,7 @@ class GraphFusePass(ModulePass):
     max_results: int = DEFAULT_MAX_RESULTS
     """Most results a refined kernel may write."""
 
-    horizontal_max_bytes: int = 1 << 20
+    horizontal_max_bytes: int = HORIZONTAL_MAX_BYTES
     """Kernels moving more bytes than this are not small enough for horizontal fusion."""
 
     target: str = "cpu"

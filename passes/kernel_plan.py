@@ -21,9 +21,9 @@ from xdsl.ir import Operation, SSAValue
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind
-from graphfuse.passes.cost_model import KernelCost, Target, elements, op_flops
+from graphfuse.passes.cost_model import KernelCost, Target, op_flops
 from graphfuse.passes.dataflow import DataflowGraph, op_label
-from graphfuse.passes.kernel_stats import value_bytes
+from graphfuse.passes.kernel_stats import elements, value_bytes
 from graphfuse.passes.outline import is_small_constant
 
 
@@ -60,7 +60,8 @@ class Plan:
     owner: list[int] = field(default_factory=list[int])
     holders: list[set[int]] = field(default_factory=list[set[int]])
     level: dict[int, int] = field(default_factory=dict[int, int])
-    """A topological labelling of the kernel graph (`compute_levels`, `relevel`)."""
+    """A topological labelling of the kernel graph (`compute_levels`, `relevel`), which
+    only the refinement needs: a plan left as the TVM rules made it has none."""
     opaque: set[int] = field(default_factory=set[int])
     """Kernels that never merge: ops of other dialects, kernels of an earlier graph-fuse."""
     next_id: int = 0
@@ -89,7 +90,6 @@ class Plan:
                 plan.holders[node].add(kernel)
             if members[0] in opaque:
                 plan.opaque.add(kernel)
-        plan.compute_levels()
         return plan
 
     # ---- what a kernel moves -----------------------------------------------------------
@@ -154,9 +154,6 @@ class Plan:
                 flops=sum(self.flops[n] for n in self.kernels[kernel]),
             )
         return found
-
-    def time(self, kernel: int) -> float:
-        return self.cost(kernel).time(self.target)
 
     def space(self, kernel: int) -> tuple[int, ...]:
         """The kernel's iteration space: the largest shape among its results and the
@@ -260,8 +257,9 @@ class Plan:
 
     # ---- changing the plan -------------------------------------------------------------
 
-    def apply(self, change: Change) -> Undo:
-        """Make the change; returns how to undo it."""
+    def apply(self, change: Change, stale: set[int] | None = None) -> Undo:
+        """Make the change; returns how to undo it. `stale`: the `neighbourhood` of the
+        kernels removed, when the caller has already computed it."""
         touched = {n for k in change.removed for n in self.kernels[k]}
         touched |= {n for nodes in change.added for n in nodes}
         undo = Undo(
@@ -269,7 +267,7 @@ class Plan:
             added_ids=[],
             owner={n: self.owner[n] for n in touched},
             holders={n: set(self.holders[n]) for n in touched},
-            stale=self.neighbourhood(change.removed),
+            stale=self.neighbourhood(change.removed) if stale is None else stale,
             costs={},
         )
         for kernel in undo.stale:

@@ -8,6 +8,7 @@ which is what fusion saves.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -25,15 +26,17 @@ def element_bytes(element_type: Attribute) -> int:
     return max(1, element_type.bitwidth // 8)
 
 
-def value_bytes(value: SSAValue) -> int:
-    """Bytes of a tensor value."""
+def elements(value: SSAValue) -> int:
+    """Elements of a tensor value (0 for anything else)."""
     if not isinstance(value.type, TensorType):
         return 0
-    typ = tensor_type_of(value)
-    count = 1
-    for dim in typ.get_shape():
-        count *= dim
-    return count * element_bytes(typ.get_element_type())
+    return math.prod(tensor_type_of(value).get_shape())
+
+
+def value_bytes(value: SSAValue) -> int:
+    """Bytes of a tensor value."""
+    count = elements(value)
+    return count * element_bytes(tensor_type_of(value).get_element_type()) if count else 0
 
 
 def _total(values: Iterable[SSAValue]) -> int:
