@@ -373,8 +373,10 @@ class Refiner:
             if plan.cost(kernel).bytes_moved > self.options.horizontal_max_bytes:
                 continue
             space = plan.space(kernel)
-            earlier = open_by_space.get(space)
-            if earlier is None or earlier not in plan.kernels:
+            earlier = open_by_space.get(space, -1)
+            # Only independent kernels: one reading the other is the merger's business
+            # (a path through a third kernel is refused as a cycle).
+            if earlier not in plan.kernels or kernel in plan.consumers(earlier):
                 open_by_space[space] = kernel
                 continue
             merged = self._try_merge("horizontal", earlier, kernel, same_space=True)
