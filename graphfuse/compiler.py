@@ -23,6 +23,7 @@ from graphfuse.dialects import loop
 from graphfuse.parsing import GraphfuseError, make_context, parse_file, verify
 from graphfuse.runtime.build import CpuTarget, build_shared_library, to_llvm_ir
 from graphfuse.runtime.compiled import CompiledFunction
+from graphfuse.runtime.nvptx import NvptxTarget, build_ptx
 
 
 class Stage(Enum):
@@ -32,6 +33,10 @@ class Stage(Enum):
     LOOP = "loop"
     UPSTREAM = "upstream"
     LLVM = "llvm"
+    GPU = "gpu"
+    """The GPU build's upstream module: gpu.module kernels and a host function of
+    gpu.launch_func, before mlir-opt."""
+    PTX = "ptx"
 
 
 @dataclass(frozen=True)
@@ -48,12 +53,22 @@ class CompileOptions:
     threads: int = field(default_factory=lambda: os.cpu_count() or 1)
     """Workers for each kernel's parallel loops (default: this machine's cores)."""
 
+    block_size: int = 256
+    """GPU threads per block (a multiple of 32 up to 1024)."""
+    chip: str = "sm_90"
+    """The GPU the PTX is for (see graphfuse.runtime.nvptx.CHIP_MIN_PTX)."""
+    ptx_isa: str = "8.0"
+
     @property
     def target(self) -> CpuTarget:
         return CpuTarget(cpu=self.cpu, opt_level=self.opt_level, threads=self.threads)
 
+    @property
+    def nvptx(self) -> NvptxTarget:
+        return NvptxTarget(chip=self.chip, ptx_isa=self.ptx_isa)
 
-TARGETS = ("cpu",)
+
+TARGETS = ("cpu", "cuda")
 
 
 def load(module_or_path: ModuleOp | str | Path) -> ModuleOp:
@@ -84,10 +99,17 @@ def fuse(module: ModuleOp, options: CompileOptions) -> None:
 
 
 def lower_to(module: ModuleOp, stage: Stage, options: CompileOptions = CompileOptions()) -> str:
-    """The module's text at `stage` (the module is changed in place up to that stage)."""
+    """The module's text at `stage` (the module is changed in place up to that stage).
+    Stage.PTX gives every kernel's PTX, each after a `// kernel @name` line."""
     fuse(module, options)
     if stage is Stage.GRAPH:
         return str(module)
+    if stage in (Stage.GPU, Stage.PTX):
+        gpu_text = to_gpu(module, options)
+        if stage is Stage.GPU:
+            return gpu_text
+        kernels = build_ptx(gpu_text, options.nvptx)
+        return "".join(f"// kernel @{name}\n{ptx}" for name, ptx in kernels.items())
     _to_loop(module)
     if stage is Stage.LOOP:
         return str(module)
@@ -97,11 +119,26 @@ def lower_to(module: ModuleOp, stage: Stage, options: CompileOptions = CompileOp
     return to_llvm_ir(upstream, options.target)
 
 
-def _to_loop(module: ModuleOp) -> None:
+def _to_loop(module: ModuleOp, operand_copies: bool = True) -> None:
     from graphfuse.lowering.convert_graph_to_loop import ConvertGraphToLoopPass
 
-    ConvertGraphToLoopPass().apply(make_context(), module)
+    ConvertGraphToLoopPass(operand_copies=operand_copies).apply(make_context(), module)
     verify(module)
+
+
+def to_gpu(module: ModuleOp, options: CompileOptions) -> str:
+    """A fused module (changed in place) to the GPU build's upstream text: a gpu.module of
+    kernels per loop kernel and host functions of launches, as mlir-opt reads it."""
+    from graphfuse.lowering.convert_loop_to_gpu import ConvertLoopToGpuPass, check_block_size
+    from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
+
+    options.nvptx.check()
+    check_block_size(options.block_size)
+    _to_loop(module, operand_copies=False)
+    ctx = make_context()
+    ConvertLoopToGpuPass(block_size=options.block_size).apply(ctx, module)
+    ConvertLoopToUpstreamPass().apply(ctx, module)
+    return str(module)
 
 
 def _to_upstream(module: ModuleOp, parallel: bool) -> str:

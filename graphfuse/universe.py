@@ -65,6 +65,12 @@ def _get_convert_loop_to_upstream() -> type[ModulePass]:
     return ConvertLoopToUpstreamPass
 
 
+def _get_convert_loop_to_gpu() -> type[ModulePass]:
+    from graphfuse.lowering.convert_loop_to_gpu import ConvertLoopToGpuPass
+
+    return ConvertLoopToGpuPass
+
+
 def _get_split_epilogues() -> type[ModulePass]:
     from graphfuse.lowering.split_epilogues import SplitEpiloguesPass
 
@@ -89,6 +95,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-fuse-patterns": _get_graph_fuse_patterns,
     "convert-graph-to-loop": _get_convert_graph_to_loop,
     "convert-loop-to-upstream": _get_convert_loop_to_upstream,
+    "convert-loop-to-gpu": _get_convert_loop_to_gpu,
     "graphfuse-approximate-math": _get_approximate_math,
     "loop-split-epilogues": _get_split_epilogues,
 }

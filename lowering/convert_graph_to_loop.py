@@ -27,7 +27,15 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, StringAttr, TensorType, i64
+from xdsl.dialects.builtin import (
+    FunctionType,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i64,
+)
 from xdsl.ir import Attribute, Block, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -35,6 +43,7 @@ from xdsl.utils.hints import isa
 
 from graphfuse.dialects import graph, loop
 from graphfuse.lowering.kernel_lowering import GlobalPool, kernel_signature, lower_kernel, memref_of
+from graphfuse.lowering.operand_layouts import DIRECT_OPERANDS
 from graphfuse.passes.dataflow import functions
 
 
@@ -44,7 +53,16 @@ class ConvertGraphToLoopPass(ModulePass):
 
     name = "convert-graph-to-loop"
 
+    operand_copies: bool = True
+    """Copy matmul and convolution operands into reduction-contiguous layouts first (see
+    operand_layouts): right for a CPU core walking a reduction, wrong for a GPU, whose
+    neighbouring threads already read neighbouring elements of the original layout."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.operand_copies:
+            for fused in op.walk():
+                if isinstance(fused, graph.FusedOp):
+                    fused.attributes[DIRECT_OPERANDS] = UnitAttr()
         pool = GlobalPool()
         names = _KernelNames(op)
         for function in list(functions(op)):

@@ -44,6 +44,11 @@ _COMBINE: dict[tuple[loop.ReduceKind, bool], Callable[[SSAValue, SSAValue], Oper
 }
 
 
+def combine(kind: loop.ReduceKind, accumulator: SSAValue, element: SSAValue) -> Operation:
+    """The op combining `element` into `accumulator` as a `loop.reduce` of `kind` does."""
+    return _COMBINE[(kind, is_float(element.type))](accumulator, element)
+
+
 PARALLEL_MIN_WORK = 1 << 15
 """Loop nests with fewer iterations than this (counting nested reductions) stay serial:
 handing a small loop to worker threads costs tens of microseconds, more than the loop."""
@@ -205,8 +210,8 @@ def _finish_body(
     if target is None:  # a reduction over no dimensions is its element
         return element
     assert accumulator is not None
-    combine = _COMBINE[(reduce.kind.data, is_float(element.type))](accumulator, element)
-    target.add_ops([combine, scf.YieldOp(combine.results[0])])
+    combined = combine(reduce.kind.data, accumulator, element)
+    target.add_ops([combined, scf.YieldOp(combined.results[0])])
     return None
 
 

@@ -12,7 +12,7 @@ such operands once, in a layout whose innermost dimension is the reduced one:
 
 Each copy costs one pass over the operand, small next to the K- or C*KH*KW-fold reuse.
 Only operands that are kernel inputs or constants are copied: nothing else in the kernel
-must run first.
+must run first. A kernel marked `graphfuse.direct_operands` (GPU builds) makes no copies.
 """
 
 from __future__ import annotations
@@ -84,9 +84,15 @@ def _copies_of(op: Operation) -> list[OperandCopy]:
     return []
 
 
+DIRECT_OPERANDS = "graphfuse.direct_operands"
+"""Marks a `graph.fused` whose kernel reads its operands in their own layout."""
+
+
 def operand_copies(fused: graph.FusedOp) -> list[OperandCopy]:
     """The copies a kernel makes before its loops, once per (operand, layout)."""
     copies: list[OperandCopy] = []
+    if DIRECT_OPERANDS in fused.attributes:
+        return copies
     for op in fused.body.block.ops:
         for copy in _copies_of(op):
             # An empty operand has nothing to reorder (and a loop over 0 is no loop).

@@ -83,7 +83,7 @@ def cache_dir() -> Path:
     return path
 
 
-def _run(stage: str, tool: str, args: list[str], stdin: str | bytes | None = None) -> bytes:
+def run_tool(stage: str, tool: str, args: list[str], stdin: str | bytes | None = None) -> bytes:
     found = require_tool(tool)
     data = stdin.encode() if isinstance(stdin, str) else stdin
     try:
@@ -156,14 +156,14 @@ def async_runtime_dir() -> Path:
 def to_llvm_dialect(upstream: str, threads: int = 1) -> str:
     """Upstream MLIR text -> LLVM dialect text."""
     passes = mlir_opt_passes(upstream, threads)
-    return _run("lowering to the LLVM dialect", "mlir-opt", passes, upstream).decode()
+    return run_tool("lowering to the LLVM dialect", "mlir-opt", passes, upstream).decode()
 
 
 def to_llvm_ir(upstream: str, target: CpuTarget) -> str:
     """Upstream MLIR text -> optimised LLVM IR (what `--emit llvm` prints)."""
     llvm_dialect = to_llvm_dialect(upstream, target.threads)
-    raw = _run("translating to LLVM IR", "mlir-translate", ["--mlir-to-llvmir"], llvm_dialect)
-    return _run(
+    raw = run_tool("translating to LLVM IR", "mlir-translate", ["--mlir-to-llvmir"], llvm_dialect)
+    return run_tool(
         "optimising LLVM IR",
         "opt",
         [
@@ -216,7 +216,7 @@ def _build_into(upstream: str, target: CpuTarget, destination: Path) -> None:
         llvm_ir += BF16_TRUNCATION_HELPER
     with tempfile.TemporaryDirectory(prefix="graphfuse-build-") as work:
         obj = Path(work) / "kernels.o"
-        _run(
+        run_tool(
             "generating machine code",
             "llc",
             [
@@ -235,16 +235,22 @@ def _build_into(upstream: str, target: CpuTarget, destination: Path) -> None:
         if _needs_async_runtime(upstream, target):
             folder = str(async_runtime_dir())
             libraries = [f"-L{folder}", "-lmlir_async_runtime", f"-Wl,-rpath,{folder}", *libraries]
-        _run("linking", "cc", ["-shared", "-o", str(library), str(obj), *libraries])
+        run_tool("linking", "cc", ["-shared", "-o", str(library), str(obj), *libraries])
         _atomic_copy(library, destination)
 
 
 def _atomic_copy(source: Path, destination: Path) -> None:
+    write_atomically(destination, source.read_bytes())
+
+
+def write_atomically(destination: Path, data: bytes) -> None:
+    """Write `data` to `destination` through a temporary file in the same folder, so a
+    reader (another test worker, another build) never sees a partial file."""
     destination.parent.mkdir(parents=True, exist_ok=True)
     fd, partial = tempfile.mkstemp(dir=destination.parent, prefix=".partial-")
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(source.read_bytes())
+            out.write(data)
         os.chmod(partial, 0o755)
         os.replace(partial, destination)
     except BaseException:

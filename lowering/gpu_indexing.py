@@ -1,0 +1,64 @@
+"""Index arithmetic shared by the GPU mappings: a thread's or block's linear number to a
+loop's multi-index, and moving a loop body into the code that replaces the loop."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import arith, gpu
+from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.ir import Block, Operation, SSAValue
+
+from graphfuse.dialects import loop
+
+WARP = 32
+
+
+def block_and_thread() -> tuple[gpu.BlockIdOp, gpu.ThreadIdOp]:
+    """The x block id and x thread id (graphfuse launches one-dimensional grids)."""
+    x = gpu.DimensionAttr(gpu.DimensionEnum.X)
+    return gpu.BlockIdOp(x), gpu.ThreadIdOp(x)
+
+
+def index(value: int) -> arith.ConstantOp:
+    return arith.ConstantOp(IntegerAttr(value, IndexType()))
+
+
+def delinearize(linear: SSAValue, shape: Sequence[int], add: list[Operation]) -> list[SSAValue]:
+    """The multi-index of `linear` (below the product of `shape`) in `shape`, last dimension
+    fastest; the ops are appended to `add`. A dimension of extent 1 is the constant 0, and
+    the outermost other one is what remains after the inner ones are divided out."""
+    result: list[SSAValue] = [linear] * len(shape)
+    non_unit = [position for position, extent in enumerate(shape) if extent != 1]
+    rest = linear
+    for position in reversed(range(len(shape))):
+        extent = shape[position]
+        if extent == 1:
+            zero = index(0)
+            add.append(zero)
+            result[position] = zero.result
+        elif position == non_unit[0]:
+            result[position] = rest
+        else:
+            size = index(extent)
+            digit = arith.RemUIOp(rest, size)
+            quotient = arith.DivUIOp(rest, size)
+            add.extend([size, digit, quotient])
+            result[position] = digit.result
+            rest = quotient.result
+    return result
+
+
+def inline_body(body: Block, args: Sequence[SSAValue], target: Block) -> loop.YieldOp:
+    """Moves `body`'s ops to the end of `target`, with its arguments replaced by `args`;
+    returns its `loop.yield`, detached (the caller reads its values and erases it)."""
+    for arg, value in zip(body.args, args, strict=True):
+        arg.replace_all_uses_with(value)
+    terminator = body.last_op
+    assert isinstance(terminator, loop.YieldOp)
+    for op in list(body.ops):
+        if op is not terminator:
+            op.detach()
+            target.add_op(op)
+    terminator.detach()
+    return terminator
