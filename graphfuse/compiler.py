@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 
@@ -23,7 +23,8 @@ from graphfuse.dialects import loop
 from graphfuse.parsing import GraphfuseError, make_context, parse_file, verify
 from graphfuse.runtime.build import CpuTarget, build_shared_library, to_llvm_ir
 from graphfuse.runtime.compiled import CompiledFunction
-from graphfuse.runtime.nvptx import NvptxTarget, build_ptx
+from graphfuse.runtime.cuda_function import CudaFunction, HostPlan
+from graphfuse.runtime.nvptx import DEFAULT_CHIP, NvptxTarget, build_ptx
 
 
 class Stage(Enum):
@@ -55,8 +56,9 @@ class CompileOptions:
 
     block_size: int = 256
     """GPU threads per block (a multiple of 32 up to 1024)."""
-    chip: str = "sm_90"
-    """The GPU the PTX is for (see graphfuse.runtime.nvptx.CHIP_MIN_PTX)."""
+    chip: str | None = None
+    """The GPU the PTX is for (see graphfuse.runtime.nvptx.CHIP_MIN_PTX); None: sm_90 for
+    PTX files, the GPU's own for target 'cuda'."""
     ptx_isa: str = "8.0"
 
     @property
@@ -65,7 +67,7 @@ class CompileOptions:
 
     @property
     def nvptx(self) -> NvptxTarget:
-        return NvptxTarget(chip=self.chip, ptx_isa=self.ptx_isa)
+        return NvptxTarget(chip=self.chip or DEFAULT_CHIP, ptx_isa=self.ptx_isa)
 
 
 TARGETS = ("cpu", "cuda")
@@ -128,7 +130,8 @@ def _to_loop(module: ModuleOp, operand_copies: bool = True) -> None:
 
 def to_gpu(module: ModuleOp, options: CompileOptions) -> str:
     """A fused module (changed in place) to the GPU build's upstream text: a gpu.module of
-    kernels per loop kernel and host functions of launches, as mlir-opt reads it."""
+    kernels per loop kernel and host functions of launches, as mlir-opt reads it. The
+    chip is checked first, so a bad one fails before any work."""
     from graphfuse.lowering.convert_loop_to_gpu import ConvertLoopToGpuPass, check_block_size
     from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
 
@@ -191,13 +194,16 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     *,
     options: CompileOptions = CompileOptions(),
     output: str | Path | None = None,
-) -> CompiledFunction:
+) -> CompiledFunction | CudaFunction:
     """Compile a graph-dialect module (or .mlir file) and return `entry` as a callable
-    taking and returning NumPy arrays. `output` also writes the shared library there."""
+    taking and returning NumPy arrays: for the CPU (`output` also writes the shared library
+    there) or, with target 'cuda', for the NVIDIA GPU the CUDA driver finds."""
     if options.threads < 1:
         raise GraphfuseError(f"threads must be at least 1, got {options.threads}")
     if target not in TARGETS:
         raise GraphfuseError(f"unknown target '{target}'; valid targets: {', '.join(TARGETS)}")
+    if target == "cuda":
+        return _compile_cuda(module_or_path, entry, options)
     module = load(module_or_path)
     _entry(module, entry)
     lower_to(module, Stage.LOOP, options)
@@ -233,3 +239,25 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
         kernels,
         detached,
     )
+
+
+def _compile_cuda(
+    module_or_path: ModuleOp | str | Path, entry: str, options: CompileOptions
+) -> CudaFunction:
+    """The GPU build: PTX per kernel for the GPU present (its chip unless options name
+    one), loaded through the CUDA driver. Without a driver or GPU this fails first."""
+    from graphfuse.runtime.cuda_driver import driver
+
+    gpu = driver()
+    if options.chip is None:
+        options = replace(options, chip=gpu.info().chip)
+    module = load(module_or_path)
+    _entry(module, entry)
+    fuse(module, options)
+    gpu_text = to_gpu(module, options)
+    function = _entry(module, entry)
+    n_out = _count_attribute(function, "graphfuse.outputs")
+    n_scratch = _count_attribute(function, "graphfuse.scratch")
+    n_in = len(function.function_type.inputs.data) - n_out - n_scratch
+    kernels = build_ptx(gpu_text, options.nvptx)
+    return CudaFunction(gpu, entry, kernels, HostPlan(module, function), n_in, n_out)

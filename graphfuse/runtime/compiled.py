@@ -32,40 +32,24 @@ def _describe(typ: MemRefType[Attribute]) -> str:
     return f"{shape}x{typ.get_element_type()}" if shape else str(typ.get_element_type())
 
 
-class CompiledFunction:
-    """Calls `name` in a built library: `f(*arrays) -> array or tuple of arrays`."""
+class ArrayFunction:
+    """A compiled function's signature: checks the arrays a call passes and makes (or
+    checks) the arrays its results go to. CompiledFunction (CPU) and CudaFunction share it."""
 
     def __init__(
         self,
-        library: Path,
         name: str,
         inputs: Sequence[MemRefType[Attribute]],
         outputs: Sequence[MemRefType[Attribute]],
-        scratch: Sequence[MemRefType[Attribute]],
-        kernel_count: int = 0,
-        detached: dict[str, bytes] | None = None,
     ):
-        self.library_path = library
         self.name = name
         self.inputs = list(inputs)
         self.outputs = list(outputs)
-        self.kernel_count = kernel_count
-        """How many kernels the function calls."""
-        self._library = ctypes.CDLL(str(library))
-        for symbol, data in (detached or {}).items():
-            # Large constants the library only reserves space for (detached_constants).
-            address = ctypes.addressof(ctypes.c_char.in_dll(self._library, symbol))
-            ctypes.memmove(address, data, len(data))
-        self._function = getattr(self._library, f"_mlir_ciface_{name}")
-        self._function.restype = None
-        self._scratch = [
-            np.empty(t.get_shape(), memref_abi.storage_dtype(t.get_element_type())) for t in scratch
-        ]
 
-    def __repr__(self) -> str:
+    def _signature(self) -> str:
         ins = ", ".join(_describe(t) for t in self.inputs)
         outs = ", ".join(_describe(t) for t in self.outputs)
-        return f"<compiled @{self.name}({ins}) -> ({outs}) from {self.library_path}>"
+        return f"@{self.name}({ins}) -> ({outs})"
 
     def _check(self, arrays: Sequence[Any]) -> list[Array]:
         if len(arrays) != len(self.inputs):
@@ -113,6 +97,45 @@ class CompiledFunction:
                 )
         return given
 
+    def _results(self, outputs: Sequence[Array]) -> Array | tuple[Array, ...]:
+        results = tuple(
+            memref_abi.from_buffer_array(o, t.get_element_type())
+            for o, t in zip(outputs, self.outputs, strict=True)
+        )
+        return results[0] if len(results) == 1 else results
+
+
+class CompiledFunction(ArrayFunction):
+    """Calls `name` in a built library: `f(*arrays) -> array or tuple of arrays`."""
+
+    def __init__(
+        self,
+        library: Path,
+        name: str,
+        inputs: Sequence[MemRefType[Attribute]],
+        outputs: Sequence[MemRefType[Attribute]],
+        scratch: Sequence[MemRefType[Attribute]],
+        kernel_count: int = 0,
+        detached: dict[str, bytes] | None = None,
+    ):
+        super().__init__(name, inputs, outputs)
+        self.library_path = library
+        self.kernel_count = kernel_count
+        """How many kernels the function calls."""
+        self._library = ctypes.CDLL(str(library))
+        for symbol, data in (detached or {}).items():
+            # Large constants the library only reserves space for (detached_constants).
+            address = ctypes.addressof(ctypes.c_char.in_dll(self._library, symbol))
+            ctypes.memmove(address, data, len(data))
+        self._function = getattr(self._library, f"_mlir_ciface_{name}")
+        self._function.restype = None
+        self._scratch = [
+            np.empty(t.get_shape(), memref_abi.storage_dtype(t.get_element_type())) for t in scratch
+        ]
+
+    def __repr__(self) -> str:
+        return f"<compiled {self._signature()} from {self.library_path}>"
+
     def __call__(self, *arrays: Any, out: Any = None) -> Array | tuple[Array, ...]:
         """Run on `arrays`; results go to new arrays, or into `out` (an array or a tuple,
         one per result) when given, which saves allocating (and first touching) them."""
@@ -121,8 +144,4 @@ class CompiledFunction:
         buffers = [*inputs, *outputs, *self._scratch]
         descriptors = [memref_abi.descriptor(b) for b in buffers]
         self._function(*(ctypes.byref(d) for d in descriptors))
-        results = tuple(
-            memref_abi.from_buffer_array(o, t.get_element_type())
-            for o, t in zip(outputs, self.outputs, strict=True)
-        )
-        return results[0] if len(results) == 1 else results
+        return self._results(outputs)

@@ -55,11 +55,14 @@ def _version(text: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+DEFAULT_CHIP = "sm_90"
+
+
 @dataclass(frozen=True)
 class NvptxTarget:
     """What the PTX is built for."""
 
-    chip: str = "sm_90"
+    chip: str = DEFAULT_CHIP
     ptx_isa: str = "8.0"
 
     def check(self) -> None:

@@ -1,0 +1,218 @@
+"""Running a GPU build on the CPU, so CI (which has no GPU) checks what convert-loop-to-gpu
+makes: its mapping of points and rows to blocks and threads, bounds checks, reductions
+through gpu.all_reduce and barriers.
+
+Each `gpu.launch_func` becomes a call of a CPU function that runs the kernel's body for
+every block and every thread of the launch, as the GPU would. A kernel's top level is a
+straight line whose only synchronisation is `gpu.all_reduce` and `gpu.barrier` (that is
+how convert-loop-to-gpu emits them), so it is cut at those points into segments; each
+segment runs for all threads of a block before the next starts. A value one segment makes
+and a later one uses is kept per thread in a stack buffer; an all-reduce combines the
+threads' values with the op's own body, in thread order, and hands every thread the result.
+What this does not check is MLIR's lowering of the gpu ops to NVVM and PTX: ptxas checks
+that the PTX is valid, and a GPU runs it (tests/lowering/test_nvptx.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import arith, func, gpu, memref, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import Rewriter
+from xdsl.utils.hints import isa
+
+from graphfuse.compiler import CompileOptions, _entry, _to_loop, fuse, load
+from graphfuse.dialects import loop
+from graphfuse.lowering.convert_loop_to_gpu import ConvertLoopToGpuPass
+from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
+from graphfuse.parsing import make_context
+from graphfuse.runtime.build import CpuTarget, build_shared_library
+from graphfuse.runtime.compiled import CompiledFunction
+
+_SYNC = (gpu.AllReduceOp, gpu.BarrierOp)
+_IDS = (gpu.ThreadIdOp, gpu.BlockIdOp)
+
+
+def _index(value: int) -> arith.ConstantOp:
+    return arith.ConstantOp(IntegerAttr(value, IndexType()))
+
+
+def _top(op: Operation, body: Block) -> Operation:
+    while op.parent_block() is not body:
+        parent = op.parent_op()
+        assert parent is not None
+        op = parent
+    return op
+
+
+class _Emulation:
+    """One launch of a gpu.func as a CPU function."""
+
+    def __init__(self, kernel: gpu.FuncOp, grid: int, block: int):
+        self.body = kernel.body.block
+        self.grid, self.block = grid, block
+        ops = [op for op in self.body.ops if not isinstance(op, gpu.ReturnOp)]
+        self.segments: list[list[Operation]] = [[]]
+        self.syncs: list[Operation] = []
+        for op in ops:
+            if isinstance(op, _SYNC):
+                self.syncs.append(op)
+                self.segments.append([])
+            else:
+                self.segments[-1].append(op)
+        where = {op: k for k, segment in enumerate(self.segments) for op in segment}
+        where.update({op: -1 for op in self.syncs})
+        self.crossing = [
+            result
+            for k, segment in enumerate(self.segments)
+            for op in segment
+            if not isinstance(op, _IDS)
+            for result in op.results
+            if any(where[_top(use.operation, self.body)] != k for use in result.uses)
+        ]
+
+    def function(self, name: str) -> func.FuncOp:
+        entry = Block(arg_types=[a.type for a in self.body.args])
+        uniform: dict[SSAValue, SSAValue] = dict(zip(self.body.args, entry.args, strict=True))
+        c0, c1 = _index(0), _index(1)
+        grid, block = _index(self.grid), _index(self.block)
+        entry.add_ops([c0, c1, grid, block])
+        self.buffers: dict[SSAValue, SSAValue] = {}
+        for value in self.crossing:
+            alloca = memref.AllocaOp.get(value.type, shape=[self.block])
+            entry.add_op(alloca)
+            self.buffers[value] = alloca.memref
+        blocks = Block(arg_types=[IndexType()])
+        block_id = blocks.args[0]
+        for k, segment in enumerate(self.segments):
+            blocks.add_op(self._segment(segment, uniform, block_id, (c0, c1, block)))
+            if k < len(self.syncs) and isinstance(self.syncs[k], gpu.AllReduceOp):
+                reduce = self.syncs[k]
+                assert isinstance(reduce, gpu.AllReduceOp)
+                uniform[reduce.result] = self._all_reduce(reduce, blocks, c0, c1, block)
+        blocks.add_op(scf.YieldOp())
+        entry.add_ops([scf.ForOp(c0, grid, c1, [], blocks), func.ReturnOp()])
+        types = [a.type for a in entry.args]
+        return func.FuncOp(name, (types, []), Region(entry), visibility="private")
+
+    def _segment(
+        self,
+        segment: Sequence[Operation],
+        uniform: dict[SSAValue, SSAValue],
+        block_id: SSAValue,
+        bounds: tuple[Operation, Operation, Operation],
+    ) -> scf.ForOp:
+        threads = Block(arg_types=[IndexType()])
+        thread_id = threads.args[0]
+        local = dict(uniform)
+        for op in self.body.ops:
+            if isinstance(op, _IDS):
+                local[op.results[0]] = thread_id if isinstance(op, gpu.ThreadIdOp) else block_id
+        for value, buffer in self.buffers.items():
+            load = memref.LoadOp.get(buffer, [thread_id])
+            threads.add_op(load)
+            local[value] = load.res
+        for op in segment:
+            if isinstance(op, _IDS):
+                continue
+            threads.add_op(op.clone(value_mapper=local))
+            for result in op.results:
+                if result in self.buffers:
+                    store = memref.StoreOp.get(local[result], self.buffers[result], [thread_id])
+                    threads.add_op(store)
+        threads.add_op(scf.YieldOp())
+        c0, c1, block = bounds
+        return scf.ForOp(c0, block, c1, [], threads)
+
+    def _all_reduce(
+        self, reduce: gpu.AllReduceOp, target: Block, c0: Operation, c1: Operation, block: Operation
+    ) -> SSAValue:
+        buffer = self.buffers[reduce.operand]
+        first = memref.LoadOp.get(buffer, [c0])
+        body = Block(arg_types=[IndexType(), reduce.result.type])
+        value = memref.LoadOp.get(buffer, [body.args[0]])
+        body.add_op(value)
+        combine = reduce.body.block
+        mapping: dict[SSAValue, SSAValue] = {
+            combine.args[0]: body.args[1],
+            combine.args[1]: value.res,
+        }
+        for op in combine.ops:
+            if isinstance(op, gpu.YieldOp):
+                body.add_op(scf.YieldOp(mapping[op.values[0]]))
+            else:
+                body.add_op(op.clone(value_mapper=mapping))
+        combined = scf.ForOp(c1, block, c1, [first.res], body)
+        target.add_ops([first, combined])
+        return combined.results[0]
+
+
+def emulate_on_cpu(module: ModuleOp) -> int:
+    """Rewrite a GPU build in place into CPU code; returns the number of launches."""
+    kernels = {
+        (m.sym_name.data, f.sym_name.data): f
+        for m in module.ops
+        if isinstance(m, gpu.ModuleOp)
+        for f in m.body.block.ops
+        if isinstance(f, gpu.FuncOp)
+    }
+    launches = [op for op in module.walk() if isinstance(op, gpu.LaunchFuncOp)]
+    for number, launch in enumerate(launches):
+        symbol = launch.kernel
+        kernel = kernels[(symbol.root_reference.data, symbol.nested_references.data[0].data)]
+        grid, block = (_constant(v) for v in (launch.gridSizeX, launch.blockSizeX))
+        name = f"__emulated_{number}"
+        module.body.block.add_op(_Emulation(kernel, grid, block).function(name))
+        Rewriter.replace_op(launch, func.CallOp(name, list(launch.kernelOperands), []))
+    for op in list(module.ops):
+        if isinstance(op, gpu.ModuleOp):
+            op.detach()
+            op.erase()
+    del module.attributes["gpu.container_module"]
+    return len(launches)
+
+
+def _constant(value: SSAValue) -> int:
+    op = value.owner
+    assert isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr)
+    return op.value.value.data
+
+
+def _memrefs(types: Sequence[Attribute]) -> list[MemRefType[Attribute]]:
+    result: list[MemRefType[Attribute]] = []
+    for typ in types:
+        assert isa(typ, MemRefType[Attribute])
+        result.append(typ)
+    return result
+
+
+def compile_gpu_on_cpu(
+    module: ModuleOp, entry: str = "main", options: CompileOptions | None = None
+) -> CompiledFunction:
+    """The GPU build of `entry` (convert-loop-to-gpu as graphfuse.compile(target='cuda')
+    runs it), emulated on the CPU, as a callable on NumPy arrays."""
+    options = options or CompileOptions()
+    module = load(module)
+    fuse(module, options)
+    _to_loop(module, operand_copies=False)
+    function = _entry(module, entry)
+    types = list(function.function_type.inputs.data)
+    n_out = function.attributes["graphfuse.outputs"].value.data  # type: ignore[attr-defined]
+    n_scratch = function.attributes["graphfuse.scratch"].value.data  # type: ignore[attr-defined]
+    kernels = sum(1 for op in function.walk() if isinstance(op, loop.CallOp))
+    ctx = make_context()
+    ConvertLoopToGpuPass(block_size=options.block_size).apply(ctx, module)
+    ConvertLoopToUpstreamPass().apply(ctx, module)
+    emulate_on_cpu(module)
+    library = build_shared_library(str(module), CpuTarget(threads=1))
+    n_in = len(types) - n_out - n_scratch
+    return CompiledFunction(
+        library,
+        entry,
+        _memrefs(types[:n_in]),
+        _memrefs(types[n_in : n_in + n_out]),
+        _memrefs(types[n_in + n_out :]),
+        kernels,
+    )
