@@ -66,12 +66,16 @@ def compile_and_compare(
     options: CompileOptions | None = None,
     rtol: float = RTOL,
     inputs: Sequence[Any] | None = None,
+    target: str = "cpu",
 ) -> None:
-    """Compile @name, run it on random (or given) inputs, compare with the reference."""
+    """Compile @name for `target`, run it on random (or given) inputs, compare with the
+    reference."""
     function = reference.find_function(module, name)
     arrays = list(inputs) if inputs is not None else reference.random_inputs(function, seed)
     expected = reference.run(module, name, *arrays)
     exact = reference.run(module, name, *arrays, f32_as_f64=True)
-    compiled = graphfuse.compile(module, entry=name, options=options or CompileOptions())
+    compiled = graphfuse.compile(
+        module, entry=name, target=target, options=options or CompileOptions()
+    )
     got = compiled(*arrays)
     assert_matches(got if isinstance(got, tuple) else (got,), expected, rtol, exact)
