@@ -128,22 +128,6 @@ def _to_loop(module: ModuleOp, operand_copies: bool = True) -> None:
     verify(module)
 
 
-def to_gpu(module: ModuleOp, options: CompileOptions) -> str:
-    """A fused module (changed in place) to the GPU build's upstream text: a gpu.module of
-    kernels per loop kernel and host functions of launches, as mlir-opt reads it. The
-    chip is checked first, so a bad one fails before any work."""
-    from graphfuse.lowering.convert_loop_to_gpu import ConvertLoopToGpuPass, check_block_size
-    from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
-
-    options.nvptx.check()
-    check_block_size(options.block_size)
-    _to_loop(module, operand_copies=False)
-    ctx = make_context()
-    ConvertLoopToGpuPass(block_size=options.block_size).apply(ctx, module)
-    ConvertLoopToUpstreamPass().apply(ctx, module)
-    return str(module)
-
-
 def _to_upstream(module: ModuleOp, parallel: bool) -> str:
     _to_upstream_module(module, parallel)
     return str(module)
@@ -158,6 +142,53 @@ def _to_upstream_module(module: ModuleOp, parallel: bool) -> None:
     SplitEpiloguesPass().apply(ctx, module)
     ConvertLoopToUpstreamPass(parallel=parallel).apply(ctx, module)
     ApproximateMathPass().apply(ctx, module)
+
+
+def to_gpu(module: ModuleOp, options: CompileOptions) -> str:
+    """A fused module (changed in place) to the GPU build's upstream text: a gpu.module of
+    kernels per loop kernel and host functions of launches, as mlir-opt reads it. The
+    chip and block size are checked first, so bad ones fail before any work."""
+    _check_gpu_options(options)
+    _to_loop(module, operand_copies=False)
+    _loop_to_gpu(module, options)
+    return str(module)
+
+
+@dataclass(frozen=True)
+class GpuSignature:
+    """The buffers a GPU build's entry takes from and gives to its caller, as the graph
+    types them (i1 stays i1; the GPU build stores it as bytes)."""
+
+    inputs: list[MemRefType[Attribute]]
+    outputs: list[MemRefType[Attribute]]
+
+
+def to_gpu_stages(module: ModuleOp, options: CompileOptions, entry: str) -> GpuSignature:
+    """`to_gpu` for the runtime: also returns `entry`'s signature as the caller sees it."""
+    _check_gpu_options(options)
+    _to_loop(module, operand_copies=False)
+    function = _entry(module, entry)
+    types = _memrefs(function.function_type.inputs.data)
+    n_out = _count_attribute(function, "graphfuse.outputs")
+    n_in = len(types) - n_out - _count_attribute(function, "graphfuse.scratch")
+    _loop_to_gpu(module, options)
+    return GpuSignature(types[:n_in], types[n_in : n_in + n_out])
+
+
+def _check_gpu_options(options: CompileOptions) -> None:
+    from graphfuse.lowering.convert_loop_to_gpu import check_block_size
+
+    options.nvptx.check()
+    check_block_size(options.block_size)
+
+
+def _loop_to_gpu(module: ModuleOp, options: CompileOptions) -> None:
+    from graphfuse.lowering.convert_loop_to_gpu import ConvertLoopToGpuPass
+    from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
+
+    ctx = make_context()
+    ConvertLoopToGpuPass(block_size=options.block_size).apply(ctx, module)
+    ConvertLoopToUpstreamPass().apply(ctx, module)
 
 
 def _entry(module: ModuleOp, entry: str) -> func.FuncOp:
@@ -254,10 +285,7 @@ def _compile_cuda(
     module = load(module_or_path)
     _entry(module, entry)
     fuse(module, options)
-    gpu_text = to_gpu(module, options)
-    function = _entry(module, entry)
-    n_out = _count_attribute(function, "graphfuse.outputs")
-    n_scratch = _count_attribute(function, "graphfuse.scratch")
-    n_in = len(function.function_type.inputs.data) - n_out - n_scratch
-    kernels = build_ptx(gpu_text, options.nvptx)
-    return CudaFunction(gpu, entry, kernels, HostPlan(module, function), n_in, n_out)
+    signature = to_gpu_stages(module, options, entry)
+    kernels = build_ptx(str(module), options.nvptx)
+    plan = HostPlan(module, _entry(module, entry))
+    return CudaFunction(gpu, entry, kernels, plan, signature.inputs, signature.outputs)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from xdsl.dialects import arith, func, memref
+from xdsl.dialects import arith, func, gpu, memref
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     FunctionType,
@@ -60,7 +60,7 @@ def _widen_global(op: memref.GlobalOp) -> None:
         )
 
 
-def _widen_function(op: func.FuncOp) -> None:
+def _widen_function(op: func.FuncOp | gpu.FuncOp) -> None:
     types = op.function_type
     inputs = [_byte_type(t) or t for t in types.inputs.data]
     outputs = [_byte_type(t) or t for t in types.outputs.data]
@@ -89,7 +89,7 @@ def store_bools_as_bytes(module: ModuleOp) -> None:
     for op in ops:
         if isinstance(op, memref.GlobalOp):
             _widen_global(op)
-        elif isinstance(op, func.FuncOp):
+        elif isinstance(op, func.FuncOp | gpu.FuncOp):
             _widen_function(op)
         _widen_values(op.results)
         for region in op.regions:

@@ -177,7 +177,9 @@ def test_cli_fuse_explain_and_report_partition_only():
 def test_cli_fuse_bad_rules_file_one_line(rules, pattern, tmp_path):
     out = tmp_path / "out.mlir"
     rules_path = ROOT / "lit_tests" / "passes" / "Inputs" / rules
-    run = graphfuse("fuse", str(EXAMPLES / "resnet_block.mlir"), "--rules", str(rules_path), "-o", str(out))
+    run = graphfuse(
+        "fuse", str(EXAMPLES / "resnet_block.mlir"), "--rules", str(rules_path), "-o", str(out)
+    )
     _assert_one_line_error(run, pattern)
     assert not out.exists()
 

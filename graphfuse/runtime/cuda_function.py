@@ -130,7 +130,8 @@ class HostPlan:
 
 
 class CudaFunction(ArrayFunction):
-    """Calls a GPU build: `f(*arrays) -> array or tuple of arrays` (NumPy in and out)."""
+    """Calls a GPU build: `f(*arrays) -> array or tuple of arrays` (NumPy in and out).
+    `driver` is a `Driver` (the tests pass a stand-in that runs kernels on the CPU)."""
 
     def __init__(
         self,
@@ -138,11 +139,9 @@ class CudaFunction(ArrayFunction):
         name: str,
         kernels: dict[str, str],
         plan: HostPlan,
-        n_inputs: int,
-        n_outputs: int,
+        inputs: Sequence[MemRefType[Attribute]],
+        outputs: Sequence[MemRefType[Attribute]],
     ):
-        inputs = [plan.types[i] for i in range(n_inputs)]
-        outputs = [plan.types[n_inputs + i] for i in range(n_outputs)]
         super().__init__(name, inputs, outputs)
         self.driver = driver
         self.plan = plan
@@ -160,7 +159,7 @@ class CudaFunction(ArrayFunction):
             self._pointers[buffer] = driver.alloc(nbytes(typ))
         for global_name, array in plan.globals.items():
             driver.to_device(self._pointers[global_name], array)
-        self._n_inputs = n_inputs
+        self._n_inputs = len(inputs)
 
     def __repr__(self) -> str:
         return f"<compiled {self._signature()} for the GPU, {self.kernel_count} kernels>"

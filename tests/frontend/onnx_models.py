@@ -52,9 +52,7 @@ def model(
 
 
 def onnxruntime_outputs(built: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[Any]:
-    session = ort.InferenceSession(
-        built.SerializeToString(), providers=["CPUExecutionProvider"]
-    )
+    session = ort.InferenceSession(built.SerializeToString(), providers=["CPUExecutionProvider"])
     return session.run(None, inputs)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, func, gpu, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, UnitAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.utils.hints import isa
@@ -149,8 +149,11 @@ class _Emulation:
         return combined.results[0]
 
 
-def emulate_on_cpu(module: ModuleOp) -> int:
-    """Rewrite a GPU build in place into CPU code; returns the number of launches."""
+def emulate_on_cpu(module: ModuleOp, c_interface: bool = False) -> dict[tuple[str, str], str]:
+    """Rewrite a GPU build in place into CPU code; returns the CPU function standing in
+    for each (gpu.module, gpu.func) launched. With `c_interface` those functions are
+    public and callable from C (for a fake driver to launch)."""
+    emulated: dict[tuple[str, str], str] = {}
     kernels = {
         (m.sym_name.data, f.sym_name.data): f
         for m in module.ops
@@ -164,14 +167,19 @@ def emulate_on_cpu(module: ModuleOp) -> int:
         kernel = kernels[(symbol.root_reference.data, symbol.nested_references.data[0].data)]
         grid, block = (_constant(v) for v in (launch.gridSizeX, launch.blockSizeX))
         name = f"__emulated_{number}"
-        module.body.block.add_op(_Emulation(kernel, grid, block).function(name))
+        function = _Emulation(kernel, grid, block).function(name)
+        if c_interface:
+            function.sym_visibility = None
+            function.attributes["llvm.emit_c_interface"] = UnitAttr()
+        module.body.block.add_op(function)
+        emulated[(symbol.root_reference.data, symbol.nested_references.data[0].data)] = name
         Rewriter.replace_op(launch, func.CallOp(name, list(launch.kernelOperands), []))
     for op in list(module.ops):
         if isinstance(op, gpu.ModuleOp):
             op.detach()
             op.erase()
     del module.attributes["gpu.container_module"]
-    return len(launches)
+    return emulated
 
 
 def _constant(value: SSAValue) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,15 @@ def test_lit_case_builds_ptx_that_ptxas_accepts(
 def test_benchmark_workload_builds_ptx_that_ptxas_accepts(workload: str, tmp_path: Path) -> None:
     make, _ = workloads.WORKLOADS[workload]
     _check_ptx(make(), workload, workload, tmp_path)
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+@given(ops=st.integers(1, 24), seed=st.integers(0, 2**31 - 1))
+def test_random_graph_builds_ptx_that_ptxas_accepts(ops: int, seed: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        _check_ptx(random_graph(ops, seed), "random", f"random graph {seed}", Path(folder))
 
 
 def test_row_kernels_use_shuffles_and_shared_memory() -> None:
