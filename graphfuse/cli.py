@@ -252,6 +252,7 @@ def _compile(module: ModuleOp, args: argparse.Namespace, output: str | None = No
 def cmd_compile(args: argparse.Namespace) -> int:
     """Compile a graph file into a shared library, or print one stage with --emit."""
     from graphfuse.compiler import Stage, lower_to
+    from graphfuse.runtime.compiled import CompiledFunction
 
     module = _load(args.file, args.input_shape)
     if args.target == "nvptx":
@@ -265,6 +266,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         return 0
     output = args.output or str(Path(args.file).with_suffix(".so").name)
     compiled = _compile(module, args, output)
+    assert isinstance(compiled, CompiledFunction)
     print(f"wrote {output}: {compiled!r}".replace(str(compiled.library_path), output))
     return 0
 

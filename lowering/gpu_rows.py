@@ -41,6 +41,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
+from xdsl.utils.hints import isa
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.convert_loop_to_upstream import combine
@@ -69,7 +70,7 @@ def _shuffles(typ: Attribute) -> bool:
     """Whether warp shuffles carry values of `typ`."""
     if isinstance(typ, Float32Type | Float64Type):
         return True
-    return isinstance(typ, IntegerType) and typ.width.data in (32, 64)
+    return isinstance(typ, IntegerType) and typ.bitwidth in (32, 64)
 
 
 def _reads_rows(reduce: loop.ReduceOp) -> bool:
@@ -106,8 +107,8 @@ def _identity(kind: loop.ReduceKind, typ: Attribute) -> arith.ConstantOp:
         assert isinstance(typ, Float32Type | Float64Type)
         values = {"add": 0.0, "mul": 1.0, "max": -math.inf, "min": math.inf}
         return arith.ConstantOp(FloatAttr(values[kind.value], typ))
-    assert isinstance(typ, IntegerType)
-    top = (1 << (typ.width.data - 1)) - 1
+    assert isa(typ, IntegerType)
+    top = (1 << (typ.bitwidth - 1)) - 1
     values_i = {"add": 0, "mul": 1, "max": -top - 1, "min": top}
     return arith.ConstantOp(IntegerAttr(values_i[kind.value], typ))
 
