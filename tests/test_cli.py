@@ -209,3 +209,50 @@ def test_cli_fuse_multi_block_function_is_refused(tmp_path):
     run = graphfuse("fuse", str(source), "-o", str(out))
     _assert_one_line_error(run, r"@main has 2 blocks; graph passes handle functions of one block")
     assert not out.exists()
+
+
+def test_compile_nvptx_writes_ptx_per_kernel(tmp_path: Path) -> None:
+    folder = tmp_path / "tb.nvptx"
+    run = graphfuse(
+        "compile", str(EXAMPLES / "transformer_block.mlir"), "--target", "nvptx", "-o", str(folder)
+    )
+    assert run.returncode == 0, run.stderr
+    assert "13 kernels as PTX 8.0 for sm_90" in run.stdout
+    files = sorted(p.name for p in folder.iterdir())
+    assert len(files) == 14 and "module.mlir" in files
+    for name in files:
+        if name.endswith(".ptx"):
+            text = (folder / name).read_text()
+            assert ".target sm_90" in text and f".entry {name[:-4]}(" in text
+    assert (folder / "module.mlir").read_text().count('"gpu.launch_func"') >= 13
+
+
+@pytest.mark.parametrize(
+    ("option", "pattern"),
+    [
+        (("--chip", "sm_99"), r"unknown GPU chip 'sm_99'; valid chips: sm_70, .*, sm_90, "),
+        (("--ptx-isa", "7.0"), r"unsupported PTX ISA version '7\.0'; valid versions: 8\.0, "),
+        (("--block-size", "100"), r"block size 100 is invalid: use a multiple of 32"),
+        (("--emit", "llvm"), r"--target nvptx emits gpu or ptx, not llvm"),
+    ],
+)
+def test_compile_nvptx_bad_options(option: tuple[str, str], pattern: str, tmp_path: Path) -> None:
+    folder = tmp_path / "out.nvptx"
+    run = graphfuse(
+        "compile",
+        str(EXAMPLES / "resnet_block.mlir"),
+        "--target",
+        "nvptx",
+        "-o",
+        str(folder),
+        *option,
+    )
+    _assert_one_line_error(run, pattern)
+    assert not folder.exists()
+
+
+def test_run_on_cuda_without_a_gpu_is_one_line() -> None:
+    run = graphfuse("run", str(EXAMPLES / "resnet_block.mlir"), "--target", "cuda")
+    if run.returncode == 0:
+        pytest.skip("a GPU is present: the run succeeded")
+    _assert_one_line_error(run, r"^graphfuse: error: target 'cuda'")
