@@ -32,9 +32,7 @@ def _binary(op: str, a: str, b: str, r: str, prefix: str = "") -> str:
 
 
 def _single(op_text: str, args: str, result: str) -> str:
-    return (
-        f"func.func @main({args}) -> {result} {{\n  %0 = {op_text}\n  func.return %0 : {result}\n}}"
-    )
+    return f"func.func @main({args}) -> {result} {{\n  %0 = {op_text}\n  func.return %0 : {result}\n}}"
 
 
 _UNARY_CASES = {
@@ -107,16 +105,18 @@ def test_binary_op_broadcasts_like_numpy(op, fn, rng):
 def test_pow_on_floats(rng):
     a = rng.uniform(0.5, 2, (6,)).astype(np.float32)
     b = rng.uniform(-2, 2, (6,)).astype(np.float32)
-    (out,) = run_text(_binary("pow", "tensor<6xf32>", "tensor<6xf32>", "tensor<6xf32>"), a, b)
-    np.testing.assert_allclose(
-        out, [float(x) ** float(y) for x, y in zip(a, b, strict=False)], rtol=1e-5
+    (out,) = run_text(
+        _binary("pow", "tensor<6xf32>", "tensor<6xf32>", "tensor<6xf32>"), a, b
     )
+    np.testing.assert_allclose(out, [float(x) ** float(y) for x, y in zip(a, b, strict=False)], rtol=1e-5)
 
 
 def test_integer_div_truncates_toward_zero():
     a = np.array([7, -7, 7, -7, 0, 5], dtype=np.int32)
     b = np.array([2, 2, -2, -2, 3, -5], dtype=np.int32)
-    (out,) = run_text(_binary("div", "tensor<6xi32>", "tensor<6xi32>", "tensor<6xi32>"), a, b)
+    (out,) = run_text(
+        _binary("div", "tensor<6xi32>", "tensor<6xi32>", "tensor<6xi32>"), a, b
+    )
     assert out.dtype == np.int32
     assert out.tolist() == [int(x / y) for x, y in zip(a.tolist(), b.tolist(), strict=False)]
 
@@ -135,7 +135,9 @@ def test_integer_div_truncates_toward_zero():
 def test_compare_predicates(pred, fn):
     a = np.array([[1, 2, 3]], dtype=np.int64)
     b = np.array([[2], [2]], dtype=np.int64)
-    text = _binary("compare", "tensor<1x3xi64>", "tensor<2x1xi64>", "tensor<2x3xi1>", f"{pred}, ")
+    text = _binary(
+        "compare", "tensor<1x3xi64>", "tensor<2x1xi64>", "tensor<2x3xi1>", f"{pred}, "
+    )
     (out,) = run_text(text, a, b)
     assert out.dtype == np.bool_
     assert out.tolist() == fn(a, b).tolist()
@@ -257,7 +259,9 @@ def test_gather_from_axis_of_extent_zero_with_no_indices():
         ("reduce_mean", np.mean),
     ],
 )
-@pytest.mark.parametrize(("axes", "keepdims"), [((1,), False), ((-1, 0), True), ((0, 1, 2), False)])
+@pytest.mark.parametrize(
+    ("axes", "keepdims"), [((1,), False), ((-1, 0), True), ((0, 1, 2), False)]
+)
 def test_reductions(op, fn, axes, keepdims, rng):
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
     expected = fn(x.astype(np.float64), axis=axes, keepdims=keepdims)
@@ -288,7 +292,9 @@ def test_integer_reduce_sum_wraps_to_element_type():
 def test_batched_matmul_with_broadcast_batch(rng):
     a = rng.standard_normal((2, 1, 3, 4)).astype(np.float32)
     b = rng.standard_normal((5, 4, 6)).astype(np.float32)
-    text = _binary("matmul", "tensor<2x1x3x4xf32>", "tensor<5x4x6xf32>", "tensor<2x5x3x6xf32>")
+    text = _binary(
+        "matmul", "tensor<2x1x3x4xf32>", "tensor<5x4x6xf32>", "tensor<2x5x3x6xf32>"
+    )
     (out,) = run_text(text, a, b)
     for i, j in itertools.product(range(2), range(5)):
         np.testing.assert_allclose(
@@ -353,11 +359,15 @@ def _naive_pool(x, kernel, strides, padding, mode, include_pad=False):
         if mode == "max":
             out[b, ch, i, j] = max(values)
         else:
-            out[b, ch, i, j] = sum(values) / (kernel[0] * kernel[1] if include_pad else len(values))
+            out[b, ch, i, j] = sum(values) / (
+                kernel[0] * kernel[1] if include_pad else len(values)
+            )
     return out
 
 
-@pytest.mark.parametrize(("mode", "include_pad"), [("max", False), ("avg", False), ("avg", True)])
+@pytest.mark.parametrize(
+    ("mode", "include_pad"), [("max", False), ("avg", False), ("avg", True)]
+)
 def test_pooling_against_loops(mode, include_pad, rng):
     x = rng.standard_normal((1, 2, 7, 8)).astype(np.float32)
     kernel, strides, padding = (3, 2), (2, 2), (1, 0, 1, 1)
@@ -542,7 +552,9 @@ def test_half_precision_computes_in_f32_and_rounds(rng):
     assert (bf == expected).all()
     (half,) = run_text(_unary("tanh", "tensor<16xf16>"), x.astype(np.float16))
     assert half.dtype == np.float16
-    assert (half == np.tanh(x.astype(np.float16).astype(np.float32)).astype(np.float16)).all()
+    assert (
+        half == np.tanh(x.astype(np.float16).astype(np.float32)).astype(np.float16)
+    ).all()
 
 
 def test_arguments_are_checked():
@@ -564,7 +576,9 @@ def test_float64_arguments_convert_to_f32():
 
 
 def test_non_graph_op_is_a_diagnostic():
-    text = _single("arith.addf %x, %x : tensor<2xf32>", "%x: tensor<2xf32>", "tensor<2xf32>")
+    text = _single(
+        "arith.addf %x, %x : tensor<2xf32>", "%x: tensor<2xf32>", "tensor<2xf32>"
+    )
     with pytest.raises(GraphfuseError, match="cannot interpret"):
         run_text(text, np.zeros(2, np.float32))
 

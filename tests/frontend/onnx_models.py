@@ -52,7 +52,9 @@ def model(
 
 
 def onnxruntime_outputs(built: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[Any]:
-    session = ort.InferenceSession(built.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(
+        built.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
     return session.run(None, inputs)
 
 

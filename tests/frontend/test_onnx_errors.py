@@ -54,11 +54,8 @@ def test_dynamic_dimension_is_named_and_can_be_bound(tmp_path: Path) -> None:
         [helper.make_tensor_value_info("y", F, ["batch", 4])],
     )
     built = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    with pytest.raises(
-        ImportFailure,
-        match=r"input 'x' has a dynamic dimension #0 \('batch'\); "
-        r"bind it with --input-shape x=Nx4",
-    ):
+    with pytest.raises(ImportFailure, match=r"input 'x' has a dynamic dimension #0 \('batch'\); "
+                       r"bind it with --input-shape x=Nx4"):
         from_onnx(built)
     module = from_onnx(built, {"x": [3, 4]})
     assert "tensor<3x4xf32>" in str(module)
@@ -70,12 +67,8 @@ def test_dynamic_dimension_is_named_and_can_be_bound(tmp_path: Path) -> None:
 
 def test_shapes_that_disagree_name_the_node() -> None:
     x, y = np.zeros((2, 3), np.float32), np.zeros((4,), np.float32)
-    built = model(
-        [node("Add", ["x", "y"], ["z"], name="bad_add")],
-        {"x": x, "y": y},
-        {"z": (F, [2, 3])},
-        check=False,
-    )
+    built = model([node("Add", ["x", "y"], ["z"], name="bad_add")], {"x": x, "y": y},
+                  {"z": (F, [2, 3])}, check=False)
     with pytest.raises(ImportFailure, match=r"node bad_add \(Add\):"):
         from_onnx(built)
 
@@ -94,9 +87,7 @@ def test_old_opset_is_refused() -> None:
         from_onnx(built)
 
 
-def test_cli_truncated_and_non_onnx_files(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_truncated_and_non_onnx_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     x = np.zeros((2, 3), np.float32)
     good = model([node("Relu", ["x"], ["y"])], {"x": x}, {"y": (F, [2, 3])})
     data = good.SerializeToString()
@@ -113,9 +104,7 @@ def test_cli_truncated_and_non_onnx_files(
     _cli_fails(capsys, ["compile", str(truncated), "-o", str(lib)], lib)
 
 
-def test_cli_import_writes_a_module_that_runs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_import_writes_a_module_that_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     x = np.zeros((2, 3), np.float32)
     built = model([node("Sigmoid", ["x"], ["y"])], {"x": x}, {"y": (F, [2, 3])})
     path = tmp_path / "m.onnx"

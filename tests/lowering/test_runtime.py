@@ -320,6 +320,4 @@ def test_large_constants_are_loaded_not_built_in(tmp_path):
     np.testing.assert_allclose(second(x), x @ w2, rtol=1e-4, atol=1e-4)
     standalone = graphfuse.compile(parse(_matmul_by_constant(w1)), output=tmp_path / "w.so")
     np.testing.assert_allclose(standalone(x), x @ w1, rtol=1e-4, atol=1e-4)
-    assert (
-        first.library_path.stat().st_size + w1.nbytes // 2 < standalone.library_path.stat().st_size
-    )
+    assert first.library_path.stat().st_size + w1.nbytes // 2 < standalone.library_path.stat().st_size

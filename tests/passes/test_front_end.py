@@ -26,7 +26,6 @@ def _parse_main(text: str) -> func.FuncOp:
     assert isinstance(function, func.FuncOp)
     return function
 
-
 COMPOUND = {
     "softmax": "graph.softmax %x axis = 1 : tensor<4x16xf32>",
     "log_softmax": "graph.log_softmax %x axis = 0 : tensor<4x16xf32>",
@@ -60,13 +59,7 @@ def test_decomposition_matches_reference(name, rng):
     before, after, module = _run_before_after(
         _single(body, result), lambda m: GraphDecomposePass().apply(Context(), m), x
     )
-    compound = {
-        "graph.softmax",
-        "graph.log_softmax",
-        "graph.gelu",
-        "graph.silu",
-        "graph.reduce_mean",
-    }
+    compound = {"graph.softmax", "graph.log_softmax", "graph.gelu", "graph.silu", "graph.reduce_mean"}
     assert not [op.name for op in module.walk() if op.name in compound]
     np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-6)
 
@@ -193,10 +186,7 @@ def test_conv_batch_norm_folding_matches_reference(with_bias, rng):
         return f"  %{name} = graph.constant dense<{values}> : {type_}"
 
     bias_lines = (
-        [
-            const("cb", (1, 4, 1, 1)),
-            "  %cc = graph.add %c, %cb : (tensor<1x4x5x5xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x5x5xf32>",
-        ]
+        [const("cb", (1, 4, 1, 1)), "  %cc = graph.add %c, %cb : (tensor<1x4x5x5xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x5x5xf32>"]
         if with_bias
         else ["  %cc = graph.relu %c : tensor<1x4x5x5xf32>"]
     )
