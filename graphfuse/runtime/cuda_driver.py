@@ -69,7 +69,7 @@ class Driver:
             self._lib.cuDevicePrimaryCtxRetain(ctypes.byref(self.context), self.device),
             "cuDevicePrimaryCtxRetain",
         )
-        self._check(self._lib.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        self.make_current()
         self._lib.cuLaunchKernel.argtypes = [
             ctypes.c_void_p,
             *([ctypes.c_uint] * 7),
@@ -88,6 +88,10 @@ class Driver:
         self._elapsed = getattr(self._lib, "cuEventElapsedTime_v2", None) or (
             self._lib.cuEventElapsedTime
         )
+
+    def make_current(self) -> None:
+        """Make the context current on the calling thread (CUDA keeps it per thread)."""
+        self._check(self._lib.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
 
     def _check(self, status: int, call: str) -> None:
         if status == 0:
@@ -139,6 +143,9 @@ class Driver:
                 raise CudaError(f"loading the PTX of kernel @{label}: {error}{reason}") from None
         return module
 
+    def unload_module(self, module: ctypes.c_void_p) -> None:
+        self._check(self._lib.cuModuleUnload(module), "cuModuleUnload")
+
     def function(self, module: ctypes.c_void_p, name: str) -> ctypes.c_void_p:
         handle = ctypes.c_void_p()
         status = self._lib.cuModuleGetFunction(ctypes.byref(handle), module, name.encode())
@@ -173,6 +180,7 @@ class Driver:
         self, function: ctypes.c_void_p, grid: int, block: int, pointers: Sequence[int]
     ) -> None:
         """Launch on a 1-D grid; each kernel parameter is a 64-bit device pointer."""
+        assert 0 < grid < 2**31 and 0 < block <= 1024, (grid, block)
         values = [ctypes.c_uint64(p) for p in pointers]
         # kernelParams: one pointer per parameter, to where that parameter's value is.
         params = (ctypes.c_void_p * max(len(values), 1))(*(ctypes.addressof(v) for v in values))
@@ -186,6 +194,9 @@ class Driver:
         handle = ctypes.c_void_p()
         self._check(self._lib.cuEventCreate(ctypes.byref(handle), 0), "cuEventCreate")
         return handle
+
+    def destroy_event(self, event: ctypes.c_void_p) -> None:
+        self._check(self._lib.cuEventDestroy_v2(event), "cuEventDestroy")
 
     def record(self, event: ctypes.c_void_p) -> None:
         self._check(self._lib.cuEventRecord(event, None), "cuEventRecord")

@@ -166,11 +166,14 @@ class CudaFunction(ArrayFunction):
 
     def __del__(self) -> None:
         pointers: dict[Buffer, int] = getattr(self, "_pointers", {})
-        for pointer in pointers.values():
-            try:
+        modules: dict[str, Any] = getattr(self, "_modules", {})
+        try:
+            for pointer in pointers.values():
                 self.driver.free(pointer)
-            except Exception:  # noqa: BLE001 - freeing at interpreter exit may fail
-                return
+            for module in modules.values():
+                self.driver.unload_module(module)
+        except Exception:  # noqa: BLE001 - releasing at interpreter exit may fail
+            return
 
     def _step(self, step: LaunchStep | CopyStep) -> None:
         if isinstance(step, LaunchStep):
@@ -194,6 +197,7 @@ class CudaFunction(ArrayFunction):
     def __call__(self, *arrays: Any, out: Any = None) -> Array | tuple[Array, ...]:
         """Run on `arrays`; results go to new arrays, or into `out` when given."""
         outputs = self._outputs(out)
+        self.driver.make_current()
         self.upload(*arrays)
         self.run_uploaded()
         self.driver.synchronize()
@@ -220,13 +224,18 @@ class CudaFunction(ArrayFunction):
         return sum(nbytes(self.plan.types[b]) for b in step.touched)
 
     def _timed(self, run: Callable[[], None], repeat: int) -> Sequence[float]:
+        self.driver.make_current()
         run()
         self.driver.synchronize()
         start, end = self.driver.event(), self.driver.event()
         times: list[float] = []
-        for _ in range(repeat):
-            self.driver.record(start)
-            run()
-            self.driver.record(end)
-            times.append(self.driver.elapsed_ms(start, end))
+        try:
+            for _ in range(repeat):
+                self.driver.record(start)
+                run()
+                self.driver.record(end)
+                times.append(self.driver.elapsed_ms(start, end))
+        finally:
+            self.driver.destroy_event(start)
+            self.driver.destroy_event(end)
         return times

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,24 @@ class FakeDriver:
     def synchronize(self) -> None:
         pass
 
+    def make_current(self) -> None:
+        pass
+
+    def event(self) -> list[float]:
+        return [0.0]
+
+    def record(self, event: list[float]) -> None:
+        event[0] = time.perf_counter()
+
+    def elapsed_ms(self, start: list[float], end: list[float]) -> float:
+        return (end[0] - start[0]) * 1e3
+
+    def destroy_event(self, event: list[float]) -> None:
+        event.clear()
+
+    def unload_module(self, module: str) -> None:
+        pass
+
 
 def _memrefs(types: Any) -> list[MemRefType[Attribute]]:
     result: list[MemRefType[Attribute]] = []
@@ -157,3 +176,17 @@ def test_cuda_function_checks_arguments() -> None:
     with pytest.raises(ArgumentError, match=r"argument #1 has shape \(6, 32\)"):
         compiled(np.zeros((6, 33), np.float32), np.zeros((6, 32), np.float32))
     assert "for the GPU" in repr(compiled)
+
+
+def test_timing_covers_every_step_and_counts_touched_bytes() -> None:
+    compiled, driver, _ = _fake_build(CASES["constants and a returned input"])
+    module = parse_text(CASES["constants and a returned input"], "case")
+    compiled.upload(*reference.random_inputs(reference.find_function(module, "main"), 0))
+    assert compiled.time_ms(3) > 0
+    steps = compiled.kernel_times_ms(2)
+    assert [step for step, _ in steps] == compiled.plan.steps
+    softmax = next(s for s in compiled.plan.launches if "softmax" in s.module or "exp" in s.module)
+    # The softmax kernel reads x (4x5 f32), writes its result (160 bytes) and reads the
+    # 1x5 constant (20 bytes per copy the kernel lowering made of it).
+    constants = [b for b in softmax.touched if isinstance(b, str)]
+    assert constants and compiled.step_bytes(softmax) == 160 + 20 * len(constants)
