@@ -10,13 +10,16 @@ interpreter on the same inputs.
 
     .venv/bin/python bench/bench_gpu.py [--only softmax layernorm] [--repeat 50]
 
-Without a GPU it says why in one line and exits with status 1.
+Without a GPU it says why in one line and exits with status 1. `--plan` needs no GPU: it
+prints each workload's GPU build (kernels, launches, how many run a block per row, and the
+time mlir-opt takes to build the PTX), fused and unfused.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,10 +30,11 @@ import workloads  # noqa: E402
 
 import graphfuse  # noqa: E402
 from graphfuse import reference  # noqa: E402
-from graphfuse.compiler import CompileOptions  # noqa: E402
+from graphfuse.compiler import CompileOptions, Stage, lower_to  # noqa: E402
 from graphfuse.parsing import parse_text  # noqa: E402
 from graphfuse.runtime.cuda_driver import CudaError, driver  # noqa: E402
 from graphfuse.runtime.cuda_function import CudaFunction, LaunchStep  # noqa: E402
+from graphfuse.runtime.nvptx import build_ptx  # noqa: E402
 
 ROUNDS = 4
 COMPUTE_KERNELS = ("matmul", "conv")
@@ -79,12 +83,36 @@ def bench_workload(name: str, text: str, repeat: int, peak: float, block: int) -
         )
 
 
+def plan_workload(name: str, text: str, block: int) -> None:
+    counts: list[str] = []
+    for fuse in (False, True):
+        options = CompileOptions(fuse=fuse, block_size=block)
+        gpu_text = lower_to(parse_text(text, name), Stage.GPU, options)
+        start = time.perf_counter()
+        build_ptx(gpu_text, options.nvptx)
+        seconds = time.perf_counter() - start
+        kernels = gpu_text.count('"gpu.module"')
+        launches = gpu_text.count('"gpu.launch_func"')
+        functions = gpu_text.split('"gpu.func"')[1:]
+        rows = sum(1 for f in functions if '"gpu.all_reduce"' in f.split('"gpu.return"')[0])
+        counts.append(
+            f"{kernels:3d} kernels {launches:3d} launches {rows:2d} row  PTX {seconds:5.2f}s"
+        )
+    print(f"{name:40s} unfused {counts[0]}   fused {counts[1]}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="*", help="workloads whose name starts with these")
     parser.add_argument("--repeat", type=int, default=20, help="timed runs per round")
     parser.add_argument("--block-size", type=int, default=256)
+    parser.add_argument("--plan", action="store_true", help="the GPU builds only (no GPU needed)")
     args = parser.parse_args()
+    if args.plan:
+        for name, (make, _) in workloads.WORKLOADS.items():
+            if not args.only or any(name.startswith(prefix) for prefix in args.only):
+                plan_workload(name, make(), args.block_size)
+        return 0
     try:
         info = driver().info()
     except CudaError as error:
