@@ -23,11 +23,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.utils.hints import isa
 
-from graphfuse.compiler import CompileOptions, _entry, _to_loop, fuse, load
-from graphfuse.dialects import loop
-from graphfuse.lowering.convert_loop_to_gpu import ConvertLoopToGpuPass
-from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
-from graphfuse.parsing import make_context
+from graphfuse.compiler import CompileOptions, _entry, fuse, load, to_gpu_stages
 from graphfuse.runtime.build import CpuTarget, build_shared_library
 from graphfuse.runtime.compiled import CompiledFunction
 
@@ -199,28 +195,17 @@ def _memrefs(types: Sequence[Attribute]) -> list[MemRefType[Attribute]]:
 def compile_gpu_on_cpu(
     module: ModuleOp, entry: str = "main", options: CompileOptions | None = None
 ) -> CompiledFunction:
-    """The GPU build of `entry` (convert-loop-to-gpu as graphfuse.compile(target='cuda')
-    runs it), emulated on the CPU, as a callable on NumPy arrays."""
+    """The GPU build of `entry` (as graphfuse.compile(target='cuda') makes it), emulated on
+    the CPU, as a callable on NumPy arrays."""
     options = options or CompileOptions()
     module = load(module)
     fuse(module, options)
-    _to_loop(module, operand_copies=False)
-    function = _entry(module, entry)
-    types = list(function.function_type.inputs.data)
-    n_out = function.attributes["graphfuse.outputs"].value.data  # type: ignore[attr-defined]
-    n_scratch = function.attributes["graphfuse.scratch"].value.data  # type: ignore[attr-defined]
-    kernels = sum(1 for op in function.walk() if isinstance(op, loop.CallOp))
-    ctx = make_context()
-    ConvertLoopToGpuPass(block_size=options.block_size).apply(ctx, module)
-    ConvertLoopToUpstreamPass().apply(ctx, module)
+    signature = to_gpu_stages(module, options, entry)
+    kernels = sum(1 for op in module.ops if isinstance(op, gpu.ModuleOp))
+    scratch = list(_entry(module, entry).function_type.inputs.data)
+    scratch = scratch[len(signature.inputs) + len(signature.outputs) :]
     emulate_on_cpu(module)
     library = build_shared_library(str(module), CpuTarget(threads=1))
-    n_in = len(types) - n_out - n_scratch
     return CompiledFunction(
-        library,
-        entry,
-        _memrefs(types[:n_in]),
-        _memrefs(types[n_in : n_in + n_out]),
-        _memrefs(types[n_in + n_out :]),
-        kernels,
+        library, entry, signature.inputs, signature.outputs, _memrefs(scratch), kernels
     )
