@@ -71,6 +71,12 @@ def _get_convert_loop_to_gpu() -> type[ModulePass]:
     return ConvertLoopToGpuPass
 
 
+def _get_tile_matmul() -> type[ModulePass]:
+    from graphfuse.lowering.matmul_tiling import TileMatmulPass
+
+    return TileMatmulPass
+
+
 def _get_split_epilogues() -> type[ModulePass]:
     from graphfuse.lowering.split_epilogues import SplitEpiloguesPass
 
@@ -98,6 +104,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-loop-to-gpu": _get_convert_loop_to_gpu,
     "graphfuse-approximate-math": _get_approximate_math,
     "loop-split-epilogues": _get_split_epilogues,
+    "loop-tile-matmul": _get_tile_matmul,
 }
 
 GRAPHFUSE_UNIVERSE = Universe(all_dialects=ALL_DIALECTS, all_passes=ALL_PASSES)

@@ -5,7 +5,8 @@ direct NCHW convolution summing over (c, kh, kw) walks the input H*W elements ap
 channel and tests padding at every tap: neither vectorises. A kernel therefore first copies
 such operands once, in a layout whose innermost dimension is the reduced one:
 
-- matmul right-hand side `[..., K, N]` -> `[..., N, K]` (transposed);
+- matmul right-hand side `[..., K, N]` -> `[..., N, K]` (transposed), for matmuls that
+  loop-tile-matmul does not tile (not f32, or tiny): it packs B into panels itself;
 - conv2d input `[N, C, H, W]` -> `[N, H + pad, W + pad, C]` (NHWC with the zero padding
   written out, so the sum needs no bounds test);
 - conv2d weight `[O, C/g, KH, KW]` -> `[O, KH, KW, C/g]`.
@@ -17,15 +18,17 @@ must run first. A kernel marked `graphfuse.direct_operands` (GPU builds) makes n
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import Float32Type, MemRefType
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import tensor_type_of
 from graphfuse.lowering.emitter import Index
+from graphfuse.lowering.matmul_tiling import MIN_FLOPS
 
 
 @dataclass(frozen=True)
@@ -69,10 +72,19 @@ def _is_input(value: SSAValue) -> bool:
     return isinstance(value, BlockArgument) or isinstance(value.owner, graph.ConstantOp)
 
 
+def _tiled(op: graph.MatmulOp) -> bool:
+    """Whether loop-tile-matmul will compute this matmul (it packs B its own way)."""
+    result = tensor_type_of(op.result)
+    k = tensor_type_of(op.lhs).get_shape()[-1]
+    return isinstance(result.get_element_type(), Float32Type) and (
+        math.prod(result.get_shape()) * k >= MIN_FLOPS
+    )
+
+
 def _copies_of(op: Operation) -> list[OperandCopy]:
     if isinstance(op, graph.MatmulOp):
         k, n = tuple(tensor_type_of(op.rhs).get_shape())[-2:]
-        if _is_input(op.rhs) and k > 1 and n > 1:
+        if _is_input(op.rhs) and k > 1 and n > 1 and not _tiled(op):
             return [OperandCopy(op.rhs, "transposed")]
         return []
     if isinstance(op, graph.Conv2dOp) and _is_input(op.input) and _is_input(op.weight):

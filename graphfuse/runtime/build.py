@@ -26,6 +26,7 @@ MLIR_TO_LLVM_DIALECT = (
     "--convert-scf-to-cf",
     "--convert-math-to-funcs=convert-ctlz=false",
     "--expand-strided-metadata",
+    "--convert-vector-to-llvm",
     "--finalize-memref-to-llvm",
     "--convert-math-to-llvm",
     "--convert-math-to-libm",
