@@ -15,9 +15,10 @@ rewrites such a nest the way BLAS libraries compute a GEMM (Goto's algorithm):
 - the finished tile is written to a small stack buffer and the epilogue (bias, activation,
   residual add: the nest's body after the reduction, unchanged) runs over its points,
   reading the sums from L1 and storing the results;
-- blocks of 16 row tiles are the iterations of an `scf.parallel` (one per core through
-  mlir-opt's async-parallel-for), each walking all panels over its rows, so a panel is
-  reused across 96 rows from L2. Rows left over (M mod 6) get a narrower tile.
+- blocks of up to 16 row tiles, for every batch, are the iterations of one `scf.parallel`
+  (split over the cores by mlir-opt's async-parallel-for), each walking all panels over
+  its rows, so a panel is reused across up to 96 rows from L2; short matmuls get smaller
+  blocks so that there are at least 8. Rows left over (M mod 6) get a narrower tile.
 
 Measured in a prototype on this VM (2 threads): 145 GFLOP/s at 2048^3 and 139 at 1024^3,
 against onnxruntime's 138 and 124 (bench/bench_gemm.py gives the current figures).
@@ -31,7 +32,7 @@ Everything else is left for convert-loop-to-upstream.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -53,7 +54,10 @@ from graphfuse.lowering.gpu_indexing import delinearize, index
 MR = 6
 NR = 16
 LANES = 8
-TILES_PER_TASK = 16
+MAX_TILES_PER_TASK = 16
+"""A task's row tiles share each B panel from L2 (16 tiles: 96 rows)."""
+MIN_TASKS = 8
+"""Fewer tiles per task on short matmuls, so both cores still get work."""
 MIN_FLOPS = 1 << 16
 """Smaller matmuls keep the dot-product form (packing would cost more than it saves)."""
 
@@ -166,32 +170,48 @@ class _Tiler:
         nest = found.nest
         parent = nest.parent_block()
         assert parent is not None
-        top = Block()
-        em = _Emitter(top)
-        packed = memref.AllocOp.get(f32, 64, [self.panels, found.k, NR])
+        em = _Emitter(Block())
+        batch_shape = nest.shape[:-2]
+        points = math.prod(batch_shape)
+        b_varies = any(i in self.batch_args for i in found.b.indices[:-2])
+        slots = points if b_varies else 1
+        packed = memref.AllocOp.get(f32, 64, [slots, self.panels, found.k, NR])
         em.put(packed)
         self.packed = packed.memref
-        b_varies = any(i in self.batch_args for i in found.b.indices[:-2])
-        batch_shape = nest.shape[:-2]
-        if not b_varies:
-            self._pack(em, {})
-        points = math.prod(batch_shape)
-        if points == 1:
-            mapping = {arg: em.const(0) for arg in self.batch_args}
-            self._batch(em, mapping, b_varies)
-        else:
-            _, inner = em.loop(em.const(0), em.const(points))
-            positions: list[Operation] = []
-            values = delinearize(inner.block.args[0], batch_shape, positions)
-            inner.block.add_ops(positions)
-            self._batch(inner, dict(zip(self.batch_args, values, strict=True)), b_varies)
-            inner.put(scf.YieldOp())
+        self._parallel(em, slots, lambda task, slot: self._pack(task, slot, b_varies))
+        full, tail = found.m // MR, found.m % MR
+        self.per_task = max(1, min(MAX_TILES_PER_TASK, -(-full // MIN_TASKS)))
+        blocks = -(-full // self.per_task) + (1 if tail else 0)
+        self._parallel(em, points * blocks, lambda task, t: self._task(task, t, blocks, b_varies))
         em.put(memref.DeallocOp.get(self.packed))
-        for op in list(top.ops):
+        for op in list(em.block.ops):
             op.detach()
             parent.insert_op_before(op, nest)
         nest.detach()
         nest.erase()
+
+    def _parallel(
+        self, em: _Emitter, count: int, body: Callable[[_Emitter, SSAValue], None]
+    ) -> None:
+        """`body` for each of `count` iterations: an scf.parallel when threads are on and
+        there are several, else an scf.for."""
+        block = Block(arg_types=[IndexType()])
+        task = _Emitter(block)
+        body(task, block.args[0])
+        bounds = (em.const(0), em.const(count), em.const(1))
+        if self.threads and count > 1:
+            block.add_op(scf.ReduceOp())
+            em.put(scf.ParallelOp([bounds[0]], [bounds[1]], [bounds[2]], Region(block)))
+        else:
+            block.add_op(scf.YieldOp())
+            em.put(scf.ForOp(*bounds, [], block))
+
+    def _batch_mapping(self, em: _Emitter, point: SSAValue) -> dict[SSAValue, SSAValue]:
+        """The nest's batch indices at batch point `point` (row-major)."""
+        positions: list[Operation] = []
+        values = delinearize(point, self.found.nest.shape[:-2], positions)
+        em.block.add_ops(positions)
+        return dict(zip(self.batch_args, values, strict=True))
 
     def _b_index(
         self, mapping: dict[SSAValue, SSAValue], k: SSAValue, n: SSAValue
@@ -199,9 +219,10 @@ class _Tiler:
         lead = [mapping.get(i, i) for i in self.found.b.indices[:-2]]
         return [*lead, k, n]
 
-    def _pack(self, em: _Emitter, mapping: dict[SSAValue, SSAValue]) -> None:
-        """Bp[p][k][c] = B[..., k, 16p + c], zero past column N."""
+    def _pack(self, em: _Emitter, slot: SSAValue, b_varies: bool) -> None:
+        """Bp[slot][p][k][c] = B[batch, k, 16p + c], zero past column N."""
         found = self.found
+        mapping = self._batch_mapping(em, slot) if b_varies else {}
         _, panel = em.loop(em.const(0), em.const(self.panels))
         _, row = panel.loop(panel.const(0), panel.const(found.k))
         _, lane = row.loop(row.const(0), row.const(NR))
@@ -217,44 +238,59 @@ class _Tiler:
             zero = arith.ConstantOp(FloatAttr(0.0, f32))
             otherwise.add_ops([zero, scf.YieldOp(zero.result)])
             value = lane.add(scf.IfOp(inside, [f32], Region(then), Region(otherwise)))
-        lane.put(memref.StoreOp.get(value, self.packed, [p, k, c]))
+        lane.put(memref.StoreOp.get(value, self.packed, [slot, p, k, c]))
         for inner in (lane, row, panel):
             inner.put(scf.YieldOp())
 
-    def _batch(self, em: _Emitter, mapping: dict[SSAValue, SSAValue], b_varies: bool) -> None:
-        if b_varies:
-            self._pack(em, mapping)
+    def _task(self, em: _Emitter, number: SSAValue, blocks: int, b_varies: bool) -> None:
+        """Task `number`: row block `number mod blocks` of batch point `number / blocks`.
+        Blocks of `per_task` full tiles come first; with a row tail, the last block
+        is the tail's narrower tile."""
         found = self.found
-        full = found.m // MR
-        if full:
-            self._row_blocks(em, mapping, full)
-        if found.m % MR:
-            tile = em.add(memref.AllocaOp.get(f32, shape=[MR, NR]))
-            _, panel = em.loop(em.const(0), em.const(self.panels))
-            self._tile(
-                panel, mapping, panel.const(full * MR), panel.block.args[0], found.m % MR, tile
-            )
-            panel.put(scf.YieldOp())
+        point = em.add(arith.DivUIOp(number, em.const(blocks)))
+        block = em.add(arith.RemUIOp(number, em.const(blocks)))
+        mapping = self._batch_mapping(em, point)
+        self.slot = point if b_varies else em.const(0)
+        tile = em.add(memref.AllocaOp.get(f32, shape=[MR, NR]))
+        full, tail = found.m // MR, found.m % MR
+        if not tail:
+            self._full_tiles(em, mapping, block, full, tile)
+            return
+        if not full:
+            self._tail(em, mapping, tile)
+            return
+        is_full = em.add(arith.CmpiOp(block, em.const(blocks - 1), "ult"))
+        then, otherwise = _Emitter(Block()), _Emitter(Block())
+        self._full_tiles(then, mapping, block, full, tile)
+        self._tail(otherwise, mapping, tile)
+        then.put(scf.YieldOp())
+        otherwise.put(scf.YieldOp())
+        em.put(scf.IfOp(is_full, [], Region(then.block), Region(otherwise.block)))
 
-    def _row_blocks(self, em: _Emitter, mapping: dict[SSAValue, SSAValue], full: int) -> None:
-        blocks = -(-full // TILES_PER_TASK)
-        body = Block(arg_types=[IndexType()])
-        task = _Emitter(body)
-        if self.threads:
-            em.put(scf.ParallelOp([em.const(0)], [em.const(blocks)], [em.const(1)], Region(body)))
-        else:
-            em.put(scf.ForOp(em.const(0), em.const(blocks), em.const(1), [], body))
-        first = task.add(arith.MuliOp(body.args[0], task.const(TILES_PER_TASK)))
-        end = task.add(arith.AddiOp(first, task.const(TILES_PER_TASK)))
-        last = task.add(arith.MinUIOp(end, task.const(full)))
-        tile = task.add(memref.AllocaOp.get(f32, shape=[MR, NR]))
-        _, panel = task.loop(task.const(0), task.const(self.panels))
+    def _full_tiles(
+        self,
+        em: _Emitter,
+        mapping: dict[SSAValue, SSAValue],
+        block: SSAValue,
+        full: int,
+        tile: SSAValue,
+    ) -> None:
+        first = em.add(arith.MuliOp(block, em.const(self.per_task)))
+        end = em.add(arith.AddiOp(first, em.const(self.per_task)))
+        last = em.add(arith.MinUIOp(end, em.const(full)))
+        _, panel = em.loop(em.const(0), em.const(self.panels))
         _, rows = panel.loop(first, last)
         row0 = rows.add(arith.MuliOp(rows.block.args[0], rows.const(MR)))
         self._tile(rows, mapping, row0, panel.block.args[0], MR, tile)
         rows.put(scf.YieldOp())
         panel.put(scf.YieldOp())
-        task.put(scf.ReduceOp() if self.threads else scf.YieldOp())
+
+    def _tail(self, em: _Emitter, mapping: dict[SSAValue, SSAValue], tile: SSAValue) -> None:
+        found = self.found
+        _, panel = em.loop(em.const(0), em.const(self.panels))
+        row0 = panel.const(found.m // MR * MR)
+        self._tile(panel, mapping, row0, panel.block.args[0], found.m % MR, tile)
+        panel.put(scf.YieldOp())
 
     def _tile(
         self,
@@ -273,7 +309,9 @@ class _Tiler:
         for_op, step = em.loop(em.const(0), em.const(found.k), [init] * (2 * rows))
         k = step.block.args[0]
         accumulators = list(step.block.args[1:])
-        b_halves = [step.add(vector.LoadOp(self.packed, [panel, k, h], _VEC)) for h in halves]
+        b_halves = [
+            step.add(vector.LoadOp(self.packed, [self.slot, panel, k, h], _VEC)) for h in halves
+        ]
         lead = [mapping.get(i, i) for i in found.a.indices[:-2]]
         sums: list[SSAValue] = []
         for r, row in enumerate(row_values):
