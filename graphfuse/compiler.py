@@ -249,6 +249,9 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     from graphfuse.lowering.detached_constants import detach_large_constants
 
     _to_upstream_module(module, options.threads > 1)
+    # loop-tile-matmul adds scratch buffers (packed operands): take them from the final
+    # signature (inputs and outputs keep the graph's types, i1 included).
+    arg_types[n_in + n_out :] = _entry(module, entry).function_type.inputs.data[n_in + n_out :]
     # A library written to `output` must stand alone, so it keeps its constants; one used
     # here gets the large ones copied in after loading (see detached_constants).
     detached = {} if output is not None else detach_large_constants(module)

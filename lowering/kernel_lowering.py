@@ -600,7 +600,11 @@ class _KernelBuilder:
         sh, sw = op.strides.get_values()
         dh, dw = op.dilations.get_values()
         top, left = op.padding.get_values()[:2]
-        group_base = em.imul(em.idiv(co, out_channels // groups), channels // groups)
+        # The first input channel of this output channel's group (0 without groups: no
+        # index arithmetic on `co`, so the input's loads do not depend on it).
+        group_base = (
+            0 if groups == 1 else em.imul(em.idiv(co, out_channels // groups), channels // groups)
+        )
         typ = compute_type(tensor_type_of(op.result).get_element_type())
         zero = em.constant(0, typ)
 

@@ -1,32 +1,41 @@
-"""loop-tile-matmul: a matmul loop nest becomes a register-tiled, vectorised micro-kernel,
-with the kernel's fused epilogue applied to each tile while it is in cache.
+"""loop-tile-matmul: a matmul or convolution loop nest becomes a register-tiled, vectorised
+GEMM micro-kernel, with the kernel's fused epilogue applied to each tile while it is in
+cache.
 
-convert-graph-to-loop writes `C = epilogue(A @ B)` as one nest over the output points with
-a `loop.reduce add` over K inside: a dot product per point. LLVM vectorises the dot
-product but reuses nothing between points, so each point streams a row of A and a column
-of B through the cache, about 20 GFLOP/s at 2048^3 on this VM's two cores. This pass
-rewrites such a nest the way BLAS libraries compute a GEMM (Goto's algorithm):
+convert-graph-to-loop writes `C = epilogue(A @ B)`, and a convolution, as one nest over
+the output points with a `loop.reduce add` inside: a dot product per point. LLVM
+vectorises the dot product but reuses nothing between points, so each point streams its
+operands through the cache: about 20 GFLOP/s at 2048^3 on this VM's two cores. This pass
+computes such a nest as a GEMM, the way BLAS libraries do (Goto's algorithm):
 
-- B is packed once (per batch, when B has one) into panels of NR = 16 columns,
-  `Bp[N/16][K][16]`, zero-padded, so the inner loop reads 16 consecutive floats per k;
+- the nest is read as a contraction: its indices that only the first operand's load uses
+  are the GEMM's rows (m), those only the second's uses are its columns (n), those both or
+  neither use are batch indices; the reduction's indices are k. A matmul's rows are its
+  m (and a batch that only A has), columns its n; a convolution's rows are its output
+  channels and its columns are (image, y, x): the implicit GEMM of im2col;
+- both operands are packed first, by evaluating the original loads (with their index
+  arithmetic, cloned) at every (m, k) and (k, n): `Ap[m][k]` row by row and `Bp` in panels
+  of NR = 16 columns, `Bp[n/16][k][16]`, zero past the last column. For a convolution
+  this packing is the im2col, done once;
 - the output is cut into tiles of MR = 6 rows x 16 columns. A tile's 96 sums live in 12
   vector registers (vector<8xf32>) for the whole K loop: per k, two vector loads of the B
   panel, six broadcasts of A, twelve fused multiply-adds, nothing stored;
-- the finished tile is written to a small stack buffer and the epilogue (bias, activation,
-  residual add: the nest's body after the reduction, unchanged) runs over its points,
-  reading the sums from L1 and storing the results;
+- the finished tile goes to a small stack buffer and the epilogue (bias, activation,
+  residual add, batch-norm: the nest's body after the reduction, unchanged) runs over its
+  points, reading the sums from L1 and storing the results;
 - blocks of up to 16 row tiles, for every batch, are the iterations of one `scf.parallel`
   (split over the cores by mlir-opt's async-parallel-for), each walking all panels over
-  its rows, so a panel is reused across up to 96 rows from L2; short matmuls get smaller
+  its rows, so a panel is reused across up to 96 rows from L2; short GEMMs get smaller
   blocks so that there are at least 8. Rows left over (M mod 6) get a narrower tile.
+  Packing is split over the cores too.
 
-Measured in a prototype on this VM (2 threads): 145 GFLOP/s at 2048^3 and 139 at 1024^3,
-against onnxruntime's 138 and 124 (bench/bench_gemm.py gives the current figures).
+bench/bench_gemm.py: 2048^3 at about onnxruntime's GFLOP/s on this VM (2 threads).
 
-The nest qualifies when its body holds exactly one `loop.reduce add` over one dimension of
-f32 whose body is `load A[..., m, k] * load B[..., k, n]` (m and n the nest's last two
-indices; leading indices nest indices or constants), and nothing else with a region.
-Everything else is left for convert-loop-to-upstream.
+A nest qualifies when its body holds exactly one region op, a `loop.reduce add` of f32,
+whose body multiplies two values computed from loads by `arith` ops alone (index
+arithmetic, the clamp-and-select of padding), and when both the rows and the columns are
+non-empty. Everything else is left for
+convert-loop-to-upstream.
 """
 
 from __future__ import annotations
@@ -36,17 +45,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, memref, scf, vector
+from xdsl.dialects import arith, func, memref, scf, vector
 from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
+    FunctionType,
     IndexType,
+    IntegerAttr,
+    MemRefType,
     ModuleOp,
     VectorType,
     f32,
+    i64,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+from xdsl.traits import SymbolTable
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.gpu_indexing import delinearize, index
@@ -57,77 +72,140 @@ LANES = 8
 MAX_TILES_PER_TASK = 16
 """A task's row tiles share each B panel from L2 (16 tiles: 96 rows)."""
 MIN_TASKS = 8
-"""Fewer tiles per task on short matmuls, so both cores still get work."""
+"""Fewer tiles per task on short GEMMs, so both cores still get work."""
+PACK_ROWS_PER_TASK = 64
+PACK_PANELS = 16
+"""Panels of B packed by one task: rows of B are read in runs of 256 floats."""
 MIN_FLOPS = 1 << 16
-"""Smaller matmuls keep the dot-product form (packing would cost more than it saves)."""
+"""Smaller contractions keep the dot-product form (packing would cost more than it saves)."""
 
 _VEC = VectorType(f32, [LANES])
+Mapping = dict[SSAValue, SSAValue]
+
+
+def _inside(value: SSAValue, nest: Operation) -> bool:
+    owner = value.owner
+    if isinstance(owner, Operation):
+        return nest.is_ancestor(owner)
+    parent = owner.parent_op()
+    return parent is not None and nest.is_ancestor(parent)
 
 
 @dataclass(frozen=True)
-class _Matmul:
+class _Operand:
+    """One factor of the product: the ops inside the nest computing it (index arithmetic,
+    loads, padding selects), which packing clones to evaluate it anywhere."""
+
+    value: SSAValue
+    chain: tuple[Operation, ...]
+    """In program order."""
+    depends: frozenset[SSAValue]
+    """The nest's and the reduction's indices it reads."""
+
+
+def _pure(op: Operation) -> bool:
+    return not op.regions and (isinstance(op, loop.LoadOp) or op.dialect_name() == "arith")
+
+
+def _operand(value: SSAValue, nest: loop.ParallelOp) -> _Operand | None:
+    chain: list[Operation] = []
+    depends: set[SSAValue] = set()
+    pending: list[SSAValue] = [value]
+    seen: set[Operation] = set()
+    while pending:
+        current = pending.pop()
+        if not _inside(current, nest):
+            continue
+        if isinstance(current, BlockArgument):
+            depends.add(current)
+            continue
+        op = current.owner
+        assert isinstance(op, Operation)
+        if op in seen:
+            continue
+        if not _pure(op):
+            return None
+        seen.add(op)
+        chain.append(op)
+        pending.extend(op.operands)
+    order = {op: n for n, op in enumerate(nest.walk())}
+    chain.sort(key=lambda op: order[op])
+    return _Operand(value, tuple(chain), frozenset(depends))
+
+
+@dataclass(frozen=True)
+class _Contraction:
     nest: loop.ParallelOp
     reduce: loop.ReduceOp
-    a: loop.LoadOp
-    b: loop.LoadOp
+    a: _Operand
+    b: _Operand
+    rows: tuple[int, ...]
+    """Nest dimensions of the GEMM's rows (m), in order."""
+    columns: tuple[int, ...]
+    batch: tuple[int, ...]
+
+    def extent(self, dims: Sequence[int]) -> int:
+        return math.prod(self.nest.shape[d] for d in dims)
 
     @property
     def m(self) -> int:
-        return self.nest.shape[-2]
+        return self.extent(self.rows)
 
     @property
     def n(self) -> int:
-        return self.nest.shape[-1]
+        return self.extent(self.columns)
 
     @property
     def k(self) -> int:
-        return self.reduce.shape[0]
+        return math.prod(self.reduce.shape)
+
+    def args(self, dims: Sequence[int]) -> list[SSAValue]:
+        return [self.nest.body.block.args[d] for d in dims]
 
 
-def _outer_index(value: SSAValue, batch_args: Sequence[SSAValue]) -> bool:
-    """An index a batch dimension may use: a batch index of the nest, or a constant."""
-    return value in batch_args or isinstance(value.owner, arith.ConstantOp)
-
-
-def match(nest: loop.ParallelOp) -> _Matmul | None:
-    """The matmul in `nest`, if it has the shape this pass tiles."""
-    shape, body = nest.shape, nest.body.block
-    regions = [op for op in body.ops if op.regions]
-    if len(shape) < 2 or len(regions) != 1 or not isinstance(regions[0], loop.ReduceOp):
+def _reduce_of(nest: loop.ParallelOp) -> loop.ReduceOp | None:
+    regions = [op for op in nest.body.block.ops if op.regions]
+    if len(regions) != 1 or not isinstance(regions[0], loop.ReduceOp):
         return None
     reduce = regions[0]
-    if reduce.kind.data != loop.ReduceKind.ADD or len(reduce.shape) != 1:
+    ok = (
+        reduce.kind.data == loop.ReduceKind.ADD
+        and isinstance(reduce.result.type, Float32Type)
+        and not _inside(reduce.init, nest)
+    )
+    return reduce if ok else None
+
+
+def match(nest: loop.ParallelOp) -> _Contraction | None:
+    """The GEMM in `nest`, if it has the shape this pass tiles."""
+    reduce = _reduce_of(nest)
+    if reduce is None or math.prod(nest.shape) * math.prod(reduce.shape) < MIN_FLOPS:
         return None
-    init = reduce.init.owner
-    inside = nest.is_ancestor(init) if isinstance(init, Operation) else init.parent_op() is nest
-    if not isinstance(reduce.result.type, Float32Type) or inside:
+    body = list(reduce.body.block.ops)
+    end = body[-1]
+    assert isinstance(end, loop.YieldOp)
+    product = end.values[0].owner
+    if not isinstance(product, arith.MulfOp):
         return None
-    if math.prod(shape) * reduce.shape[0] < MIN_FLOPS:
+    first, second = (_operand(v, nest) for v in product.operands)
+    if first is None or second is None:
         return None
-    ops = list(reduce.body.block.ops)
-    if len(ops) != 4 or not isinstance(ops[2], arith.MulfOp):
+    a, b = first, second
+    used = {product, end, *a.chain, *b.chain}
+    if any(op not in used for op in body):
         return None
-    first, second, product, end = ops
-    if not (
-        isinstance(first, loop.LoadOp)
-        and isinstance(second, loop.LoadOp)
-        and isinstance(end, loop.YieldOp)
-        and tuple(end.values) == (product.results[0],)
-        and {product.operands[0], product.operands[1]} == {first.result, second.result}
-    ):
+    args = nest.body.block.args
+    rows = tuple(d for d, x in enumerate(args) if x in a.depends and x not in b.depends)
+    columns = tuple(d for d, x in enumerate(args) if x in b.depends and x not in a.depends)
+    if not rows or not columns:
         return None
-    k = reduce.body.block.args[0]
-    m_index, n_index, batch = body.args[-2], body.args[-1], body.args[:-2]
-    for a, b in ((first, second), (second, first)):
-        if (
-            len(a.indices) >= 2
-            and len(b.indices) >= 2
-            and a.indices[-2:] == (m_index, k)
-            and b.indices[-2:] == (k, n_index)
-            and all(_outer_index(i, batch) for i in (*a.indices[:-2], *b.indices[:-2]))
-        ):
-            return _Matmul(nest, reduce, a, b)
-    return None
+    if len(args) - 1 in rows:
+        # The output's innermost dimension runs along the 16 columns of a tile, so the
+        # epilogue's stores are contiguous.
+        a, b = b, a
+        rows, columns = columns, rows
+    batch = tuple(d for d in range(len(args)) if d not in rows and d not in columns)
+    return _Contraction(nest, reduce, a, b, rows, columns, batch)
 
 
 class _Emitter:
@@ -155,15 +233,25 @@ class _Emitter:
         self.put(for_op)
         return for_op, _Emitter(body)
 
+    def split(self, value: SSAValue, shape: Sequence[int]) -> list[SSAValue]:
+        positions: list[Operation] = []
+        values = delinearize(value, shape, positions)
+        self.block.add_ops(positions)
+        return values
+
 
 class _Tiler:
     """Emits the tiled computation of one matched nest in place of it."""
 
-    def __init__(self, found: _Matmul, threads: bool):
+    def __init__(self, found: _Contraction, threads: bool):
         self.found = found
         self.threads = threads
         self.panels = -(-found.n // NR)
-        self.batch_args = list(found.nest.body.block.args[:-2])
+        shape = found.nest.shape
+        self.batch_shape = [shape[d] for d in found.batch]
+        self.batch_args = found.args(found.batch)
+        self.a_batched = any(x in found.a.depends for x in self.batch_args)
+        self.b_batched = any(x in found.b.depends for x in self.batch_args)
 
     def emit(self) -> None:
         found = self.found
@@ -171,24 +259,44 @@ class _Tiler:
         parent = nest.parent_block()
         assert parent is not None
         em = _Emitter(Block())
-        batch_shape = nest.shape[:-2]
-        points = math.prod(batch_shape)
-        b_varies = any(i in self.batch_args for i in found.b.indices[:-2])
-        slots = points if b_varies else 1
-        packed = memref.AllocOp.get(f32, 64, [slots, self.panels, found.k, NR])
-        em.put(packed)
-        self.packed = packed.memref
-        self._parallel(em, slots, lambda task, slot: self._pack(task, slot, b_varies))
-        full, tail = found.m // MR, found.m % MR
-        self.per_task = max(1, min(MAX_TILES_PER_TASK, -(-full // MIN_TASKS)))
-        blocks = -(-full // self.per_task) + (1 if tail else 0)
-        self._parallel(em, points * blocks, lambda task, t: self._task(task, t, blocks, b_varies))
-        em.put(memref.DeallocOp.get(self.packed))
+        points = math.prod(self.batch_shape)
+        a_slots, b_slots = self.packed_types()
+        kernel = nest.parent_op()
+        assert isinstance(kernel, loop.KernelOp)
+        entry = kernel.body.block
+        self.packed_a = entry.insert_arg(a_slots, len(entry.args))
+        self.packed_b = entry.insert_arg(b_slots, len(entry.args))
+        a_slots, b_slots = a_slots.get_shape()[0], b_slots.get_shape()[0]
+        row_groups = -(-found.m // PACK_ROWS_PER_TASK)
+        self._parallel(em, a_slots * row_groups, lambda t, i: self._pack_a(t, i, row_groups))
+        self._parallel(em, b_slots * -(-self.panels // PACK_PANELS), self._pack_b)
+        full = found.m // MR
+        # Row blocks of up to 16 tiles (one block for a short GEMM); then the panels are
+        # split too, until there are MIN_TASKS tasks. The row tail joins the last block.
+        self.per_task = min(full, MAX_TILES_PER_TASK) or 1
+        self.row_blocks = max(1, -(-full // self.per_task))
+        wanted = -(-MIN_TASKS // (points * self.row_blocks))
+        self.panels_per_task = -(-self.panels // min(self.panels, max(1, wanted)))
+        self.panel_blocks = -(-self.panels // self.panels_per_task)
+        tasks = points * self.row_blocks * self.panel_blocks
+        self._parallel(em, tasks, self._task)
         for op in list(em.block.ops):
             op.detach()
             parent.insert_op_before(op, nest)
         nest.detach()
         nest.erase()
+
+    def packed_types(self) -> tuple[MemRefType[Attribute], MemRefType[Attribute]]:
+        """The packed operands' buffers: Ap[slots][M][K] and Bp[slots][N/16][K][16]
+        (one slot per batch point when the operand has a batch)."""
+        found = self.found
+        points = math.prod(self.batch_shape)
+        a_slots = points if self.a_batched else 1
+        b_slots = points if self.b_batched else 1
+        return (
+            MemRefType(f32, [a_slots, found.m, found.k]),
+            MemRefType(f32, [b_slots, self.panels, found.k, NR]),
+        )
 
     def _parallel(
         self, em: _Emitter, count: int, body: Callable[[_Emitter, SSAValue], None]
@@ -196,8 +304,7 @@ class _Tiler:
         """`body` for each of `count` iterations: an scf.parallel when threads are on and
         there are several, else an scf.for."""
         block = Block(arg_types=[IndexType()])
-        task = _Emitter(block)
-        body(task, block.args[0])
+        body(_Emitter(block), block.args[0])
         bounds = (em.const(0), em.const(count), em.const(1))
         if self.threads and count > 1:
             block.add_op(scf.ReduceOp())
@@ -206,96 +313,151 @@ class _Tiler:
             block.add_op(scf.YieldOp())
             em.put(scf.ForOp(*bounds, [], block))
 
-    def _batch_mapping(self, em: _Emitter, point: SSAValue) -> dict[SSAValue, SSAValue]:
-        """The nest's batch indices at batch point `point` (row-major)."""
-        positions: list[Operation] = []
-        values = delinearize(point, self.found.nest.shape[:-2], positions)
-        em.block.add_ops(positions)
-        return dict(zip(self.batch_args, values, strict=True))
+    def _value(self, em: _Emitter, operand: _Operand, mapping: Mapping) -> SSAValue:
+        """`operand`'s load at the indices `mapping` gives (its index ops cloned)."""
+        local = dict(mapping)
+        for op in operand.chain:
+            em.put(op.clone(value_mapper=local))
+        return local.get(operand.value, operand.value)
 
-    def _b_index(
-        self, mapping: dict[SSAValue, SSAValue], k: SSAValue, n: SSAValue
-    ) -> list[SSAValue]:
-        lead = [mapping.get(i, i) for i in self.found.b.indices[:-2]]
-        return [*lead, k, n]
+    def _over_reduction(self, em: _Emitter) -> tuple[_Emitter, Mapping, SSAValue]:
+        """Loops over the reduction's own dimensions (no divisions per element); returns
+        the innermost body, the reduction's indices there and their linear position."""
+        args = self.found.reduce.body.block.args
+        mapping: Mapping = {}
+        linear: SSAValue = em.const(0)
+        inner = em
+        for arg, extent in zip(args, self.found.reduce.shape, strict=True):
+            _, inner = inner.loop(inner.const(0), inner.const(extent))
+            mapping[arg] = inner.block.args[0]
+            scaled = inner.add(arith.MuliOp(linear, inner.const(extent)))
+            linear = inner.add(arith.AddiOp(scaled, inner.block.args[0]))
+        return inner, mapping, linear
 
-    def _pack(self, em: _Emitter, slot: SSAValue, b_varies: bool) -> None:
-        """Bp[slot][p][k][c] = B[batch, k, 16p + c], zero past column N."""
+    @staticmethod
+    def _close(inner: _Emitter, outer: _Emitter) -> None:
+        """Ends every loop from `inner` out to (not including) `outer`'s block."""
+        block: Block | None = inner.block
+        while block is not None and block is not outer.block:
+            block.add_op(scf.YieldOp())
+            parent = block.parent_op()
+            block = parent.parent_block() if parent is not None else None
+
+    def _pack_a(self, em: _Emitter, task: SSAValue, row_groups: int) -> None:
+        """Ap[slot][m][k] = A at (batch slot, row m, reduction index k)."""
         found = self.found
-        mapping = self._batch_mapping(em, slot) if b_varies else {}
-        _, panel = em.loop(em.const(0), em.const(self.panels))
-        _, row = panel.loop(panel.const(0), panel.const(found.k))
-        _, lane = row.loop(row.const(0), row.const(NR))
-        p, k, c = panel.block.args[0], row.block.args[0], lane.block.args[0]
+        slot = em.add(arith.DivUIOp(task, em.const(row_groups)))
+        group = em.add(arith.RemUIOp(task, em.const(row_groups)))
+        first = em.add(arith.MuliOp(group, em.const(PACK_ROWS_PER_TASK)))
+        end = em.add(arith.AddiOp(first, em.const(PACK_ROWS_PER_TASK)))
+        last = em.add(arith.MinUIOp(end, em.const(found.m)))
+        batch = self._batch(em, slot) if self.a_batched else {}
+        _, row = em.loop(first, last)
+        m = row.block.args[0]
+        mapping = dict(batch)
+        rows = row.split(m, self._dims(found.rows))
+        mapping.update(zip(found.args(found.rows), rows, strict=True))
+        inner, reduction, k = self._over_reduction(row)
+        mapping.update(reduction)
+        value = self._value(inner, found.a, mapping)
+        inner.put(memref.StoreOp.get(value, self.packed_a, [slot, m, k]))
+        self._close(inner, em)
+
+    def _dims(self, dims: Sequence[int]) -> list[int]:
+        return [self.found.nest.shape[d] for d in dims]
+
+    def _batch(self, em: _Emitter, point: SSAValue) -> Mapping:
+        return dict(zip(self.batch_args, em.split(point, self.batch_shape), strict=True))
+
+    def _columns_fastest(self) -> bool:
+        """Whether B's memory runs along the columns (its last load index moves with
+        them, as a matmul's B[k, n]) rather than along k (a convolution's NHWC input)."""
+        loads = [op for op in self.found.b.chain if isinstance(op, loop.LoadOp)]
+        if len(loads) != 1:
+            return True
+        last = _operand(loads[0].indices[-1], self.found.nest)
+        columns = set(self.found.args(self.found.columns))
+        return last is None or bool(last.depends & columns) or loads[0].indices[-1] in columns
+
+    def _pack_b(self, em: _Emitter, task: SSAValue) -> None:
+        """Bp[slot][p][k][c] = B at (batch slot, column 16p + c, k), for the panels of
+        group `task`; zero past column N (evaluated at column N - 1 there, so every load
+        stays in bounds). When B is contiguous along its columns the loops run k, panel,
+        lane (reading rows of B in runs of PACK_PANELS x 16), else panel, lane, k."""
+        found = self.found
+        groups = -(-self.panels // PACK_PANELS)
+        slot = em.add(arith.DivUIOp(task, em.const(groups)))
+        group = em.add(arith.RemUIOp(task, em.const(groups)))
+        first = em.add(arith.MuliOp(group, em.const(PACK_PANELS)))
+        end = em.add(arith.AddiOp(first, em.const(PACK_PANELS)))
+        last_panel = em.add(arith.MinUIOp(end, em.const(self.panels)))
+        mapping = self._batch(em, slot) if self.b_batched else {}
+        columns_fastest = self._columns_fastest()
+        outer, reduction, k = self._over_reduction(em) if columns_fastest else (em, {}, None)
+        _, panels = outer.loop(first, last_panel)
+        _, lane = panels.loop(panels.const(0), panels.const(NR))
+        p, c = panels.block.args[0], lane.block.args[0]
         column = lane.add(arith.AddiOp(lane.add(arith.MuliOp(p, lane.const(NR))), c))
-        if found.n % NR == 0:
-            value = lane.add(loop.LoadOp(found.b.buffer, self._b_index(mapping, k, column)))
-        else:
-            inside = lane.add(arith.CmpiOp(column, lane.const(found.n), "ult"))
-            then, otherwise = Block(), Block()
-            load = loop.LoadOp(found.b.buffer, self._b_index(mapping, k, column))
-            then.add_ops([load, scf.YieldOp(load.result)])
-            zero = arith.ConstantOp(FloatAttr(0.0, f32))
-            otherwise.add_ops([zero, scf.YieldOp(zero.result)])
-            value = lane.add(scf.IfOp(inside, [f32], Region(then), Region(otherwise)))
-        lane.put(memref.StoreOp.get(value, self.packed, [slot, p, k, c]))
-        for inner in (lane, row, panel):
-            inner.put(scf.YieldOp())
+        clamped = column
+        if found.n % NR:
+            clamped = lane.add(arith.MinUIOp(column, lane.const(found.n - 1)))
+        columns = lane.split(clamped, self._dims(found.columns))
+        mapping.update(zip(found.args(found.columns), columns, strict=True))
+        last = lane
+        if k is None:
+            last, reduction, k = self._over_reduction(lane)
+        mapping.update(reduction)
+        value = self._value(last, found.b, mapping)
+        if found.n % NR:
+            inside = last.add(arith.CmpiOp(column, last.const(found.n), "ult"))
+            zero = last.add(arith.ConstantOp(FloatAttr(0.0, f32)))
+            value = last.add(arith.SelectOp(inside, value, zero))
+        last.put(memref.StoreOp.get(value, self.packed_b, [slot, p, k, c]))
+        self._close(last, em)
 
-    def _task(self, em: _Emitter, number: SSAValue, blocks: int, b_varies: bool) -> None:
-        """Task `number`: row block `number mod blocks` of batch point `number / blocks`.
-        Blocks of `per_task` full tiles come first; with a row tail, the last block
-        is the tail's narrower tile."""
+    def _task(self, em: _Emitter, number: SSAValue) -> None:
+        """Task `number`: (batch point, row block, panel block), row-major. For each panel
+        of its block, the row block's full tiles, then (last row block only) the tail."""
         found = self.found
-        point = em.add(arith.DivUIOp(number, em.const(blocks)))
-        block = em.add(arith.RemUIOp(number, em.const(blocks)))
-        mapping = self._batch_mapping(em, point)
-        self.slot = point if b_varies else em.const(0)
+        per_point = self.row_blocks * self.panel_blocks
+        point = em.add(arith.DivUIOp(number, em.const(per_point)))
+        within = em.add(arith.RemUIOp(number, em.const(per_point)))
+        row_block = em.add(arith.DivUIOp(within, em.const(self.panel_blocks)))
+        panel_block = em.add(arith.RemUIOp(within, em.const(self.panel_blocks)))
+        mapping = self._batch(em, point)
+        self.slots = (
+            point if self.a_batched else em.const(0),
+            point if self.b_batched else em.const(0),
+        )
         tile = em.add(memref.AllocaOp.get(f32, shape=[MR, NR]))
         full, tail = found.m // MR, found.m % MR
-        if not tail:
-            self._full_tiles(em, mapping, block, full, tile)
-            return
-        if not full:
-            self._tail(em, mapping, tile)
-            return
-        is_full = em.add(arith.CmpiOp(block, em.const(blocks - 1), "ult"))
-        then, otherwise = _Emitter(Block()), _Emitter(Block())
-        self._full_tiles(then, mapping, block, full, tile)
-        self._tail(otherwise, mapping, tile)
-        then.put(scf.YieldOp())
-        otherwise.put(scf.YieldOp())
-        em.put(scf.IfOp(is_full, [], Region(then.block), Region(otherwise.block)))
-
-    def _full_tiles(
-        self,
-        em: _Emitter,
-        mapping: dict[SSAValue, SSAValue],
-        block: SSAValue,
-        full: int,
-        tile: SSAValue,
-    ) -> None:
-        first = em.add(arith.MuliOp(block, em.const(self.per_task)))
+        first_panel = em.add(arith.MuliOp(panel_block, em.const(self.panels_per_task)))
+        end_panel = em.add(arith.AddiOp(first_panel, em.const(self.panels_per_task)))
+        last_panel = em.add(arith.MinUIOp(end_panel, em.const(self.panels)))
+        first = em.add(arith.MuliOp(row_block, em.const(self.per_task)))
         end = em.add(arith.AddiOp(first, em.const(self.per_task)))
         last = em.add(arith.MinUIOp(end, em.const(full)))
-        _, panel = em.loop(em.const(0), em.const(self.panels))
-        _, rows = panel.loop(first, last)
-        row0 = rows.add(arith.MuliOp(rows.block.args[0], rows.const(MR)))
-        self._tile(rows, mapping, row0, panel.block.args[0], MR, tile)
-        rows.put(scf.YieldOp())
-        panel.put(scf.YieldOp())
-
-    def _tail(self, em: _Emitter, mapping: dict[SSAValue, SSAValue], tile: SSAValue) -> None:
-        found = self.found
-        _, panel = em.loop(em.const(0), em.const(self.panels))
-        row0 = panel.const(found.m // MR * MR)
-        self._tile(panel, mapping, row0, panel.block.args[0], found.m % MR, tile)
-        panel.put(scf.YieldOp())
+        _, panel_loop = em.loop(first_panel, last_panel)
+        panel = panel_loop.block.args[0]
+        if full:
+            _, rows = panel_loop.loop(first, last)
+            row0 = rows.add(arith.MuliOp(rows.block.args[0], rows.const(MR)))
+            self._tile(rows, mapping, row0, panel, MR, tile)
+            rows.put(scf.YieldOp())
+        if tail:
+            is_last = panel_loop.add(
+                arith.CmpiOp(row_block, panel_loop.const(self.row_blocks - 1), "eq")
+            )
+            then = _Emitter(Block())
+            self._tile(then, mapping, then.const(full * MR), panel, tail, tile)
+            then.put(scf.YieldOp())
+            panel_loop.put(scf.IfOp(is_last, [], Region(then.block)))
+        panel_loop.put(scf.YieldOp())
 
     def _tile(
         self,
         em: _Emitter,
-        mapping: dict[SSAValue, SSAValue],
+        mapping: Mapping,
         row0: SSAValue,
         panel: SSAValue,
         rows: int,
@@ -303,6 +465,7 @@ class _Tiler:
     ) -> None:
         """Sums of rows row0..row0+rows x the panel's 16 columns, then the epilogue."""
         found = self.found
+        slot_a, slot_b = self.slots
         init = em.add(vector.BroadcastOp(found.reduce.init, _VEC))
         row_values = [em.add(arith.AddiOp(row0, em.const(r))) for r in range(rows)]
         halves = [em.const(h * LANES) for h in range(2)]
@@ -310,12 +473,11 @@ class _Tiler:
         k = step.block.args[0]
         accumulators = list(step.block.args[1:])
         b_halves = [
-            step.add(vector.LoadOp(self.packed, [self.slot, panel, k, h], _VEC)) for h in halves
+            step.add(vector.LoadOp(self.packed_b, [slot_b, panel, k, h], _VEC)) for h in halves
         ]
-        lead = [mapping.get(i, i) for i in found.a.indices[:-2]]
         sums: list[SSAValue] = []
         for r, row in enumerate(row_values):
-            scalar = step.add(loop.LoadOp(found.a.buffer, [*lead, row, k]))
+            scalar = step.add(memref.LoadOp.get(self.packed_a, [slot_a, row, k]))
             spread = step.add(vector.BroadcastOp(scalar, _VEC))
             for h in range(2):
                 sums.append(step.add(vector.FMAOp(spread, b_halves[h], accumulators[2 * r + h])))
@@ -328,7 +490,7 @@ class _Tiler:
     def _epilogue(
         self,
         em: _Emitter,
-        mapping: dict[SSAValue, SSAValue],
+        mapping: Mapping,
         row_values: Sequence[SSAValue],
         panel: SSAValue,
         tile: SSAValue,
@@ -340,13 +502,22 @@ class _Tiler:
             left = em.add(arith.SubiOp(em.const(found.n), column0))
             columns = em.add(arith.MinUIOp(left, columns))
         body = found.nest.body.block
-        m_index, n_index = body.args[-2], body.args[-1]
         for r, row in enumerate(row_values):
+            local_rows = dict(mapping)
+            local_rows.update(
+                zip(found.args(found.rows), em.split(row, self._dims(found.rows)), strict=True)
+            )
             _, point = em.loop(em.const(0), columns)
             c = point.block.args[0]
-            local = dict(mapping)
-            local[m_index] = row
-            local[n_index] = point.add(arith.AddiOp(column0, c))
+            local = dict(local_rows)
+            column = point.add(arith.AddiOp(column0, c))
+            local.update(
+                zip(
+                    found.args(found.columns),
+                    point.split(column, self._dims(found.columns)),
+                    strict=True,
+                )
+            )
             local[found.reduce.result] = point.add(memref.LoadOp.get(tile, [point.const(r), c]))
             for op in body.ops:
                 if op is not found.reduce and not isinstance(op, loop.YieldOp):
@@ -356,16 +527,45 @@ class _Tiler:
 
 @dataclass(frozen=True)
 class TileMatmulPass(ModulePass):
-    """Matmul nests of loop kernels to tiled, vectorised micro-kernels (CPU)."""
+    """Matmul and convolution nests of loop kernels to tiled, vectorised GEMM micro-kernels
+    (CPU)."""
 
     name = "loop-tile-matmul"
 
     threads: bool = False
-    """Split the row blocks over threads (scf.parallel)."""
+    """Split packing and row blocks over threads (scf.parallel)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        added: dict[str, int] = {}
         for kernel in [k for k in op.ops if isinstance(k, loop.KernelOp)]:
+            before = len(kernel.body.block.args)
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
                 found = match(nest)
                 if found is not None:
                     _Tiler(found, self.threads).emit()
+            if len(kernel.body.block.args) > before:
+                added[kernel.sym_name.data] = before
+        for call in [c for c in op.walk() if isinstance(c, loop.CallOp)]:
+            first = added.get(call.callee.string_value())
+            if first is not None:
+                _pass_scratch(call, first)
+
+
+def _pass_scratch(call: loop.CallOp, first: int) -> None:
+    """Gives `call` host scratch buffers for its kernel's arguments from `first` on (the
+    packed operands): new arguments of the calling function, counted in its
+    `graphfuse.scratch`, so the caller allocates them once, not every call."""
+    function = call.parent_op()
+    assert isinstance(function, func.FuncOp)
+    kernel = SymbolTable.lookup_symbol(call, call.callee)
+    assert isinstance(kernel, loop.KernelOp)
+    block = function.body.block
+    buffers = list(call.buffers)
+    for typ in kernel.arg_types[first:]:
+        buffers.append(block.insert_arg(typ, len(block.args)))
+    Rewriter.replace_op(call, loop.CallOp(call.callee.string_value(), buffers))
+    function.function_type = FunctionType.from_lists([a.type for a in block.args], [])
+    count = function.attributes.get("graphfuse.scratch")
+    if isinstance(count, IntegerAttr):
+        added = len(kernel.arg_types) - first
+        function.attributes["graphfuse.scratch"] = IntegerAttr(count.value.data + added, i64)
