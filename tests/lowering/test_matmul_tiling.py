@@ -76,3 +76,57 @@ func.func @main(%a: tensor<64x64xi32>, %b: tensor<64x64xi32>) -> tensor<64x64xi3
 """
     assert "vector.fma" not in lower_to(parse_text(text, "int"), Stage.UPSTREAM)
     compile_and_compare(parse_text(text, "int"))
+
+
+def _conv_bn_relu(
+    batch: int,
+    channels: int,
+    out: int,
+    size: int,
+    strides: int,
+    padding: int,
+    dilation: int,
+    groups: int = 1,
+) -> str:
+    """conv -> (x - mean) * scale -> relu, output size from the usual formula."""
+    k = 3
+    span = dilation * (k - 1) + 1
+    o = (size + 2 * padding - span) // strides + 1
+    x, w = _t(batch, channels, size, size), _t(out, channels // groups, k, k)
+    y, v = _t(batch, out, o, o), _t(out, 1, 1)
+    return f"""
+func.func @main(%x: {x}, %w: {w}, %mean: {v}, %scale: {v}) -> {y} {{
+  %0 = graph.conv2d %x, %w strides = [{strides}, {strides}] padding = [{padding}, {padding}, {padding}, {padding}] dilations = [{dilation}, {dilation}] groups = {groups} : ({x}, {w}) -> {y}
+  %1 = graph.sub %0, %mean : ({y}, {v}) -> {y}
+  %2 = graph.mul %1, %scale : ({y}, {v}) -> {y}
+  %3 = graph.relu %2 : {y}
+  func.return %3 : {y}
+}}
+"""
+
+
+CONVS = [
+    (1, 8, 16, 17, 1, 1, 1),  # batch 1, odd size, padding
+    (2, 3, 7, 31, 2, 1, 1),  # stride 2, 7 output channels (one tile + 1 row)
+    (2, 5, 12, 16, 1, 2, 2),  # dilation 2
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("conv", CONVS, ids=[str(c) for c in CONVS])
+def test_tiled_convolution_matches_reference(
+    conv: tuple[int, int, int, int, int, int, int], threads: int
+) -> None:
+    text = _conv_bn_relu(*conv)
+    options = CompileOptions(threads=threads)
+    assert "vector.fma" in lower_to(parse_text(text, "conv"), Stage.UPSTREAM, options)
+    compile_and_compare(parse_text(text, "conv"), options=options)
+
+
+@pytest.mark.parametrize("groups", [2, 8])
+def test_grouped_and_depthwise_convolutions_stay_direct(groups: int) -> None:
+    """Each output channel reads its own group's inputs: no shared GEMM operand, so the
+    direct (channels-last) form computes them."""
+    text = _conv_bn_relu(2, 8, 8, 12, 1, 1, 1, groups)
+    assert "vector.fma" not in lower_to(parse_text(text, "grouped"), Stage.UPSTREAM)
+    compile_and_compare(parse_text(text, "grouped"), options=CompileOptions(threads=2))
