@@ -1,0 +1,60 @@
+// RUN: xdsl-opt %s -p loop-tile-matmul | filecheck %s
+// RUN: xdsl-opt %s -p 'loop-tile-matmul{threads=true}' | filecheck %s --check-prefix=PAR
+// RUN: xdsl-opt %s -p loop-tile-matmul,convert-loop-to-upstream | %mlir-opt --verify-each > /dev/null
+// REQUIRES: mlir-opt
+
+// relu(A @ B + bias), 24x96 @ 96x40 (convert-graph-to-loop's form of it): the kernel gains
+// two scratch buffers for the packed factors, Ap[1][24][96] and Bp[1][3][96][16] (three
+// 16-column panels, the last padded), which the caller passes and counts.
+// CHECK-LABEL: loop.kernel @fused_matmul_add_relu {
+// CHECK-NEXT:  ^bb0(%{{.*}}: memref<24x96xf32>, %{{.*}}: memref<96x40xf32>, %{{.*}}: memref<40xf32>, %{{.*}}: memref<24x40xf32>, %[[AP:.*]]: memref<1x24x96xf32>, %[[BP:.*]]: memref<1x3x96x16xf32>):
+// CHECK-NOT:   loop.reduce
+// The 6x16 tile: per k, two vector loads of the panel, six broadcasts of A, twelve FMAs.
+// CHECK:       scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK-NEXT:    vector.load %[[BP]]
+// CHECK-NEXT:    vector.load %[[BP]]
+// CHECK-NEXT:    memref.load %[[AP]]
+// CHECK-NEXT:    vector.broadcast
+// CHECK-NEXT:    vector.fma
+// CHECK-NEXT:    vector.fma
+// CHECK-COUNT-10: vector.fma
+// The epilogue (bias, relu) per point of the tile, from the stack buffer.
+// CHECK:       arith.addf
+// CHECK-NEXT:  arith.maximumf
+// CHECK-NEXT:  loop.store
+// CHECK-LABEL: func.func @main(
+// CHECK-SAME:  memref<1x24x96xf32>, %[[S2:.*]]: memref<1x3x96x16xf32>) attributes {graphfuse.outputs = 1 : i64, graphfuse.scratch = 2 : i64}
+// CHECK-NEXT:  loop.call @fused_matmul_add_relu(
+
+// With threads, the tiles' tasks are an scf.parallel; packing this small (one group of
+// rows, one group of panels) stays a plain loop.
+// PAR-COUNT-1: "scf.parallel"
+// PAR-NOT:     "scf.parallel"
+
+builtin.module {
+  loop.kernel @fused_matmul_add_relu {
+  ^bb0(%0: memref<24x96xf32>, %1: memref<96x40xf32>, %2: memref<40xf32>, %3: memref<24x40xf32>):
+    %4 = arith.constant 0.000000e+00 : f32
+    loop.parallel [24, 40] {
+    ^bb0(%5: index, %6: index):
+      %7 = loop.reduce add [96] init(%4 : f32) {
+      ^bb0(%8: index):
+        %9 = loop.load %0[%5, %8] : memref<24x96xf32> -> f32
+        %10 = loop.load %1[%8, %6] : memref<96x40xf32> -> f32
+        %11 = arith.mulf %9, %10 : f32
+        loop.yield %11 : f32
+      }
+      %12 = loop.load %2[%6] : memref<40xf32> -> f32
+      %13 = arith.addf %7, %12 : f32
+      %14 = arith.maximumf %13, %4 : f32
+      loop.store %14, %3[%5, %6] : f32, memref<24x40xf32>
+      loop.yield
+    }
+    loop.yield
+  }
+  func.func @main(%0: memref<24x96xf32>, %1: memref<96x40xf32>, %2: memref<40xf32>, %3: memref<24x40xf32>) attributes {graphfuse.outputs = 1 : i64, graphfuse.scratch = 0 : i64} {
+    loop.call @fused_matmul_add_relu(%0, %1, %2, %3) : memref<24x96xf32>, memref<96x40xf32>, memref<40xf32>, memref<24x40xf32>
+    func.return
+  }
+}
+
