@@ -52,6 +52,7 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     ModuleOp,
     VectorType,
@@ -163,6 +164,31 @@ class _Contraction:
         return [self.nest.body.block.args[d] for d in dims]
 
 
+def _constant(operand: _Operand, constant_args: set[SSAValue]) -> bool:
+    """Whether `operand` reads only constants: `memref.get_global`s, in the kernel or
+    passed by every caller (`constant_args`)."""
+    loads = [op for op in operand.chain if isinstance(op, loop.LoadOp)]
+    return bool(loads) and all(
+        isinstance(op.buffer.owner, memref.GetGlobalOp) or op.buffer in constant_args
+        for op in loads
+    )
+
+
+def constant_arguments(module: ModuleOp) -> dict[str, set[int]]:
+    """Per loop kernel, the argument positions every `loop.call` fills with a
+    `memref.get_global` (a constant of the module)."""
+    found: dict[str, set[int]] = {}
+    for call in module.walk():
+        if not isinstance(call, loop.CallOp):
+            continue
+        positions = {
+            n for n, b in enumerate(call.buffers) if isinstance(b.owner, memref.GetGlobalOp)
+        }
+        name = call.callee.string_value()
+        found[name] = found[name] & positions if name in found else positions
+    return found
+
+
 def _reduce_of(nest: loop.ParallelOp) -> loop.ReduceOp | None:
     regions = [op for op in nest.body.block.ops if op.regions]
     if len(regions) != 1 or not isinstance(regions[0], loop.ReduceOp):
@@ -243,9 +269,10 @@ class _Emitter:
 class _Tiler:
     """Emits the tiled computation of one matched nest in place of it."""
 
-    def __init__(self, found: _Contraction, threads: bool):
+    def __init__(self, found: _Contraction, threads: bool, constant_positions: set[int]):
         self.found = found
         self.threads = threads
+        self.constant_positions = constant_positions
         self.panels = -(-found.n // NR)
         shape = found.nest.shape
         self.batch_shape = [shape[d] for d in found.batch]
@@ -268,8 +295,25 @@ class _Tiler:
         self.packed_b = entry.insert_arg(b_slots, len(entry.args))
         a_slots, b_slots = a_slots.get_shape()[0], b_slots.get_shape()[0]
         row_groups = -(-found.m // PACK_ROWS_PER_TASK)
-        self._parallel(em, a_slots * row_groups, lambda t, i: self._pack_a(t, i, row_groups))
-        self._parallel(em, b_slots * -(-self.panels // PACK_PANELS), self._pack_b)
+        packs = (
+            (
+                found.a,
+                lambda e: self._parallel(
+                    e, a_slots * row_groups, lambda t, i: self._pack_a(t, i, row_groups)
+                ),
+            ),
+            (
+                found.b,
+                lambda e: self._parallel(e, b_slots * -(-self.panels // PACK_PANELS), self._pack_b),
+            ),
+        )
+        constants = {entry.args[n] for n in self.constant_positions if n < len(entry.args)}
+        constant = [pack for operand, pack in packs if _constant(operand, constants)]
+        for operand, pack in packs:
+            if not _constant(operand, constants):
+                pack(em)
+        if constant:
+            self._once(em, entry, constant)
         full = found.m // MR
         # Row blocks of up to 16 tiles (one block for a short GEMM); then the panels are
         # split too, until there are MIN_TASKS tasks. The row tail joins the last block.
@@ -285,6 +329,24 @@ class _Tiler:
             parent.insert_op_before(op, nest)
         nest.detach()
         nest.erase()
+
+    def _once(
+        self, em: _Emitter, entry: Block, packs: Sequence[Callable[[_Emitter], None]]
+    ) -> None:
+        """Runs `packs` on the first call only: a factor that reads nothing but constants
+        (a model's weights) stays packed in its scratch buffer. A one-byte scratch flag,
+        zero as the caller allocates it, says whether it has been."""
+        flag = entry.insert_arg(MemRefType(IntegerType(8), [1]), len(entry.args))
+        zero = em.const(0)
+        done = em.add(memref.LoadOp.get(flag, [zero]))
+        fresh = em.add(arith.CmpiOp(done, em.add(arith.ConstantOp(IntegerAttr(0, 8))), "eq"))
+        then = _Emitter(Block())
+        for pack in packs:
+            pack(then)
+        one = then.add(arith.ConstantOp(IntegerAttr(1, 8)))
+        then.put(memref.StoreOp.get(one, flag, [then.const(0)]))
+        then.put(scf.YieldOp())
+        em.put(scf.IfOp(fresh, [], Region(then.block)))
 
     def packed_types(self) -> tuple[MemRefType[Attribute], MemRefType[Attribute]]:
         """The packed operands' buffers: Ap[slots][M][K] and Bp[slots][N/16][K][16]
@@ -537,12 +599,14 @@ class TileMatmulPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         added: dict[str, int] = {}
+        constants = constant_arguments(op)
         for kernel in [k for k in op.ops if isinstance(k, loop.KernelOp)]:
             before = len(kernel.body.block.args)
+            positions = constants.get(kernel.sym_name.data, set())
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
                 found = match(nest)
                 if found is not None:
-                    _Tiler(found, self.threads).emit()
+                    _Tiler(found, self.threads, positions).emit()
             if len(kernel.body.block.args) > before:
                 added[kernel.sym_name.data] = before
         for call in [c for c in op.walk() if isinstance(c, loop.CallOp)]:

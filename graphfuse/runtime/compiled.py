@@ -129,8 +129,10 @@ class CompiledFunction(ArrayFunction):
             ctypes.memmove(address, data, len(data))
         self._function = getattr(self._library, f"_mlir_ciface_{name}")
         self._function.restype = None
+        # Zeroed (calloc: pages are only touched when used): loop-tile-matmul's "constant
+        # operand packed" flags must start at 0.
         self._scratch = [
-            np.empty(t.get_shape(), memref_abi.storage_dtype(t.get_element_type())) for t in scratch
+            np.zeros(t.get_shape(), memref_abi.storage_dtype(t.get_element_type())) for t in scratch
         ]
 
     def __repr__(self) -> str:

@@ -130,3 +130,29 @@ def test_grouped_and_depthwise_convolutions_stay_direct(groups: int) -> None:
     text = _conv_bn_relu(2, 8, 8, 12, 1, 1, 1, groups)
     assert "vector.fma" not in lower_to(parse_text(text, "grouped"), Stage.UPSTREAM)
     compile_and_compare(parse_text(text, "grouped"), options=CompileOptions(threads=2))
+
+
+def test_constant_weights_are_packed_once_and_reused() -> None:
+    """x @ W + b with W a constant: W is packed on the first call only (a scratch flag
+    records it); later calls with other inputs still get the right results."""
+    import numpy as np
+
+    import graphfuse
+
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((96, 40)).astype(np.float32)
+    hex_bytes = w.tobytes().hex().upper()
+    text = f"""
+func.func @main(%x: tensor<30x96xf32>) -> tensor<30x40xf32> {{
+  %w = graph.constant dense<"0x{hex_bytes}"> : tensor<96x40xf32>
+  %y = graph.matmul %x, %w : (tensor<30x96xf32>, tensor<96x40xf32>) -> tensor<30x40xf32>
+  %r = graph.relu %y : tensor<30x40xf32>
+  func.return %r : tensor<30x40xf32>
+}}
+"""
+    upstream = lower_to(parse_text(text, "w"), Stage.UPSTREAM)
+    assert "vector.fma" in upstream and "memref<1xi8>" in upstream
+    compiled = graphfuse.compile(parse_text(text, "w"), options=CompileOptions(threads=2))
+    for _ in range(3):
+        x = rng.standard_normal((30, 96)).astype(np.float32)
+        np.testing.assert_allclose(compiled(x), np.maximum(x @ w, 0), rtol=1e-5, atol=1e-4)
