@@ -293,25 +293,18 @@ class _Tiler:
         entry = kernel.body.block
         self.packed_a = entry.insert_arg(a_slots, len(entry.args))
         self.packed_b = entry.insert_arg(b_slots, len(entry.args))
-        a_slots, b_slots = a_slots.get_shape()[0], b_slots.get_shape()[0]
-        row_groups = -(-found.m // PACK_ROWS_PER_TASK)
-        packs = (
-            (
-                found.a,
-                lambda e: self._parallel(
-                    e, a_slots * row_groups, lambda t, i: self._pack_a(t, i, row_groups)
-                ),
-            ),
-            (
-                found.b,
-                lambda e: self._parallel(e, b_slots * -(-self.panels // PACK_PANELS), self._pack_b),
-            ),
-        )
-        constants = {entry.args[n] for n in self.constant_positions if n < len(entry.args)}
-        constant = [pack for operand, pack in packs if _constant(operand, constants)]
+        self.slot_counts = (a_slots.get_shape()[0], b_slots.get_shape()[0])
+        constants: set[SSAValue] = {
+            entry.args[n] for n in self.constant_positions if n < len(entry.args)
+        }
+        packs: list[tuple[_Operand, Callable[[_Emitter], None]]] = [
+            (found.a, self._pack_all_a),
+            (found.b, self._pack_all_b),
+        ]
         for operand, pack in packs:
             if not _constant(operand, constants):
                 pack(em)
+        constant = [pack for operand, pack in packs if _constant(operand, constants)]
         if constant:
             self._once(em, entry, constant)
         full = found.m // MR
@@ -329,6 +322,15 @@ class _Tiler:
             parent.insert_op_before(op, nest)
         nest.detach()
         nest.erase()
+
+    def _pack_all_a(self, em: _Emitter) -> None:
+        row_groups = -(-self.found.m // PACK_ROWS_PER_TASK)
+        count = self.slot_counts[0] * row_groups
+        self._parallel(em, count, lambda task, i: self._pack_a(task, i, row_groups))
+
+    def _pack_all_b(self, em: _Emitter) -> None:
+        count = self.slot_counts[1] * -(-self.panels // PACK_PANELS)
+        self._parallel(em, count, self._pack_b)
 
     def _once(
         self, em: _Emitter, entry: Block, packs: Sequence[Callable[[_Emitter], None]]
