@@ -255,7 +255,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from graphfuse.runtime.compiled import CompiledFunction
 
     module = _load(args.file, args.input_shape)
-    if args.target == "nvptx":
+    if args.target == "nvptx" and args.emit not in (None, "gpu", "ptx"):
+        raise GraphfuseError(f"--target nvptx emits gpu or ptx, not {args.emit}")
+    if args.target == "nvptx" and args.emit is None:
         return _compile_nvptx(module, args)
     if args.emit is not None:
         text = lower_to(module, Stage(args.emit), _options(args))
@@ -272,23 +274,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def _compile_nvptx(module: ModuleOp, args: argparse.Namespace) -> int:
-    """PTX per kernel into a folder (`<kernel>.ptx`), with the GPU-dialect module whose
+    """PTX per kernel into a folder (--emit gpu / ptx print those stages instead, through
+    lower_to like every other stage) (`<kernel>.ptx`), with the GPU-dialect module whose
     host function says how each kernel is launched (`module.mlir`)."""
     from graphfuse.compiler import fuse, to_gpu
     from graphfuse.runtime.nvptx import build_ptx
 
     options = _options(args)
-    if args.emit not in (None, "gpu", "ptx"):
-        raise GraphfuseError(f"--target nvptx emits gpu or ptx, not {args.emit}")
     fuse(module, options)
-    gpu_text = to_gpu(module, options)
-    if args.emit == "gpu":
-        sys.stdout.write(gpu_text + "\n")
-        return 0
+    to_gpu(module, options)
+    gpu_text = str(module)
     kernels = build_ptx(gpu_text, options.nvptx)
-    if args.emit == "ptx":
-        sys.stdout.write("".join(f"// kernel @{name}\n{ptx}" for name, ptx in kernels.items()))
-        return 0
     folder = Path(args.output or Path(args.file).with_suffix(".nvptx").name)
     if folder.exists() and not folder.is_dir():
         raise GraphfuseError(f"{folder}: exists and is not a folder (--target nvptx writes one)")

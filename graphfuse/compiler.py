@@ -107,7 +107,8 @@ def lower_to(module: ModuleOp, stage: Stage, options: CompileOptions = CompileOp
     if stage is Stage.GRAPH:
         return str(module)
     if stage in (Stage.GPU, Stage.PTX):
-        gpu_text = to_gpu(module, options)
+        to_gpu(module, options)
+        gpu_text = str(module)
         if stage is Stage.GPU:
             return gpu_text
         kernels = build_ptx(gpu_text, options.nvptx)
@@ -146,35 +147,16 @@ def _to_upstream_module(module: ModuleOp, parallel: bool) -> None:
     ApproximateMathPass().apply(ctx, module)
 
 
-def to_gpu(module: ModuleOp, options: CompileOptions) -> str:
-    """A fused module (changed in place) to the GPU build's upstream text: a gpu.module of
-    kernels per loop kernel and host functions of launches, as mlir-opt reads it. The
-    chip and block size are checked first, so bad ones fail before any work."""
+def to_gpu(module: ModuleOp, options: CompileOptions, entry: str | None = None) -> Signature | None:
+    """A fused module, in place, to the GPU build's upstream form (print it for mlir-opt):
+    a gpu.module of kernels per loop kernel, host functions of launches. With `entry`,
+    returns that function's signature as its callers see it (taken before the GPU build
+    stores i1 as bytes). The chip and block size are checked first, before any work."""
     _check_gpu_options(options)
     _to_loop(module, operand_copies=False)
+    signature = caller_signature(module, entry) if entry is not None else None
     _loop_to_gpu(module, options)
-    return str(module)
-
-
-@dataclass(frozen=True)
-class GpuSignature:
-    """The buffers a GPU build's entry takes from and gives to its caller, as the graph
-    types them (i1 stays i1; the GPU build stores it as bytes)."""
-
-    inputs: list[MemRefType[Attribute]]
-    outputs: list[MemRefType[Attribute]]
-
-
-def to_gpu_stages(module: ModuleOp, options: CompileOptions, entry: str) -> GpuSignature:
-    """`to_gpu` for the runtime: also returns `entry`'s signature as the caller sees it."""
-    _check_gpu_options(options)
-    _to_loop(module, operand_copies=False)
-    function = _entry(module, entry)
-    types = _memrefs(function.function_type.inputs.data)
-    n_out = _count_attribute(function, "graphfuse.outputs")
-    n_in = len(types) - n_out - _count_attribute(function, "graphfuse.scratch")
-    _loop_to_gpu(module, options)
-    return GpuSignature(types[:n_in], types[n_in : n_in + n_out])
+    return signature
 
 
 def _check_gpu_options(options: CompileOptions) -> None:
@@ -203,6 +185,29 @@ def _entry(module: ModuleOp, entry: str) -> func.FuncOp:
     raise GraphfuseError(
         f"no function @{entry} in the module (it has {', '.join(names) or 'none'})"
     )
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The buffers a loop-stage function takes from and gives to its callers (inputs,
+    then one per result), as the graph types them; scratch buffers follow."""
+
+    inputs: list[MemRefType[Attribute]]
+    outputs: list[MemRefType[Attribute]]
+
+    def scratch(self, function: func.FuncOp) -> list[MemRefType[Attribute]]:
+        """The scratch buffers `function` (this entry, lowered further) takes now: later
+        passes may add some (loop-tile-matmul's packed operands)."""
+        return _memrefs(function.function_type.inputs.data[len(self.inputs) + len(self.outputs) :])
+
+
+def caller_signature(module: ModuleOp, entry: str) -> Signature:
+    """`entry`'s inputs and outputs after convert-graph-to-loop."""
+    function = _entry(module, entry)
+    types = _memrefs(function.function_type.inputs.data)
+    n_out = _count_attribute(function, "graphfuse.outputs")
+    n_in = len(types) - n_out - _count_attribute(function, "graphfuse.scratch")
+    return Signature(types[:n_in], types[n_in : n_in + n_out])
 
 
 def _count_attribute(function: func.FuncOp, name: str) -> int:
@@ -240,18 +245,12 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     module = load(module_or_path)
     _entry(module, entry)
     lower_to(module, Stage.LOOP, options)
+    signature = caller_signature(module, entry)
     function = _entry(module, entry)
-    arg_types = list(function.function_type.inputs.data)
-    n_out = _count_attribute(function, "graphfuse.outputs")
-    n_scratch = _count_attribute(function, "graphfuse.scratch")
-    n_in = len(arg_types) - n_out - n_scratch
     kernels = sum(1 for op in function.walk() if isinstance(op, loop.CallOp))
     from graphfuse.lowering.detached_constants import detach_large_constants
 
     _to_upstream_module(module, options.threads > 1)
-    # loop-tile-matmul adds scratch buffers (packed operands): take them from the final
-    # signature (inputs and outputs keep the graph's types, i1 included).
-    arg_types[n_in + n_out :] = _entry(module, entry).function_type.inputs.data[n_in + n_out :]
     # A library written to `output` must stand alone, so it keeps its constants; one used
     # here gets the large ones copied in after loading (see detached_constants).
     detached = {} if output is not None else detach_large_constants(module)
@@ -269,9 +268,9 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     return CompiledFunction(
         library,
         entry,
-        _memrefs(arg_types[:n_in]),
-        _memrefs(arg_types[n_in : n_in + n_out]),
-        _memrefs(arg_types[n_in + n_out :]),
+        signature.inputs,
+        signature.outputs,
+        signature.scratch(_entry(module, entry)),
         kernels,
         detached,
     )
@@ -290,7 +289,8 @@ def _compile_cuda(
     module = load(module_or_path)
     _entry(module, entry)
     fuse(module, options)
-    signature = to_gpu_stages(module, options, entry)
+    signature = to_gpu(module, options, entry)
+    assert signature is not None
     kernels = build_ptx(str(module), options.nvptx)
     plan = HostPlan(module, _entry(module, entry))
     return CudaFunction(gpu, entry, kernels, plan, signature.inputs, signature.outputs)

@@ -52,14 +52,14 @@ from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.utils.exceptions import PassFailedException
 
 from graphfuse.dialects import loop
-from graphfuse.lowering.gpu_indexing import (
+from graphfuse.lowering.gpu_rows import build_rows, use_rows
+from graphfuse.lowering.loop_indexing import (
     WARP,
     block_and_thread,
     delinearize,
     index,
     inline_body,
 )
-from graphfuse.lowering.gpu_rows import build_rows, use_rows
 
 MAX_BLOCK_SIZE = 1024
 

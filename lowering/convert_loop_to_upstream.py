@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, ModuleOp, UnitAttr
+from xdsl.dialects.builtin import FunctionType, IndexType, ModuleOp, UnitAttr
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -29,6 +29,7 @@ from xdsl.rewriter import Rewriter
 from graphfuse.dialects import loop
 from graphfuse.lowering.bool_buffers import store_bools_as_bytes
 from graphfuse.lowering.emitter import is_float
+from graphfuse.lowering.loop_indexing import index
 
 _REASSOC = (FastMathFlag.REASSOC, FastMathFlag.ALLOW_CONTRACT)
 
@@ -100,10 +101,6 @@ def _insert_before(new: Operation, op: Operation) -> None:
     block.insert_op_before(new, op)
 
 
-def _index(value: int) -> arith.ConstantOp:
-    return arith.ConstantOp(IntegerAttr(value, IndexType()))
-
-
 def _work(op: loop.ParallelOp) -> int:
     """Iterations of `op`'s nest: its points times (1 + the points of nested reductions)."""
     nested = sum(math.prod(r.shape) for r in op.body.walk() if isinstance(r, loop.ReduceOp))
@@ -132,7 +129,7 @@ def _lower_nest(
     body = op.body.block
     terminator = body.last_op
     assert isinstance(terminator, loop.YieldOp)
-    zero, one = _index(0), _index(1)
+    zero, one = index(0), index(1)
     _insert_before(zero, op)
     _insert_before(one, op)
     accumulator: SSAValue | None = reduce.init if reduce is not None else None
@@ -141,7 +138,7 @@ def _lower_nest(
     induction: list[SSAValue] = []
     n_parallel = max(len(bounds) - 1, 1) if threaded else 0
     if n_parallel:
-        uppers = [_index(b) for b in bounds[:n_parallel]]
+        uppers = [index(b) for b in bounds[:n_parallel]]
         for upper in uppers:
             _insert_before(upper, op)
         par_block = Block(arg_types=[IndexType()] * n_parallel)
@@ -150,7 +147,7 @@ def _lower_nest(
         induction.extend(par_block.args)
         parent_block = par_block
     for bound in bounds[n_parallel:]:
-        upper = _index(bound)
+        upper = index(bound)
         loop_block = Block(arg_types=[IndexType()] + ([accumulator.type] if accumulator else []))
         for_op = scf.ForOp(
             zero, upper, one, [accumulator] if accumulator else [], Region(loop_block)

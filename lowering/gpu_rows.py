@@ -46,7 +46,7 @@ from xdsl.utils.hints import isa
 from graphfuse.dialects import loop
 from graphfuse.lowering.convert_loop_to_upstream import combine
 from graphfuse.lowering.emitter import is_float
-from graphfuse.lowering.gpu_indexing import (
+from graphfuse.lowering.loop_indexing import (
     WARP,
     block_and_thread,
     delinearize,

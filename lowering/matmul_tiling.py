@@ -65,7 +65,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
 
 from graphfuse.dialects import loop
-from graphfuse.lowering.gpu_indexing import delinearize, index
+from graphfuse.lowering.loop_indexing import delinearize, index
 
 MR = 6
 NR = 16
@@ -78,7 +78,14 @@ PACK_ROWS_PER_TASK = 64
 PACK_PANELS = 16
 """Panels of B packed by one task: rows of B are read in runs of 256 floats."""
 MIN_FLOPS = 1 << 16
-"""Smaller contractions keep the dot-product form (packing would cost more than it saves)."""
+
+
+def worth_tiling(points: int, reduction: int) -> bool:
+    """Whether a contraction over `reduction` per output point, at `points` points, is big
+    enough to tile: smaller ones keep the dot-product form (packing would cost more than
+    it saves). operand_layouts asks the same before choosing a matmul's operand copy."""
+    return points * reduction >= MIN_FLOPS
+
 
 _VEC = VectorType(f32, [LANES])
 Mapping = dict[SSAValue, SSAValue]
@@ -205,7 +212,7 @@ def _reduce_of(nest: loop.ParallelOp) -> loop.ReduceOp | None:
 def match(nest: loop.ParallelOp) -> _Contraction | None:
     """The GEMM in `nest`, if it has the shape this pass tiles."""
     reduce = _reduce_of(nest)
-    if reduce is None or math.prod(nest.shape) * math.prod(reduce.shape) < MIN_FLOPS:
+    if reduce is None or not worth_tiling(math.prod(nest.shape), math.prod(reduce.shape)):
         return None
     body = list(reduce.body.block.ops)
     end = body[-1]
@@ -259,6 +266,19 @@ class _Emitter:
         self.put(for_op)
         return for_op, _Emitter(body)
 
+    def divide(self, value: SSAValue, divisor: int) -> tuple[SSAValue, SSAValue]:
+        """value / divisor and value mod divisor."""
+        return (
+            self.add(arith.DivUIOp(value, self.const(divisor))),
+            self.add(arith.RemUIOp(value, self.const(divisor))),
+        )
+
+    def chunk(self, number: SSAValue, size: int, limit: int) -> tuple[SSAValue, SSAValue]:
+        """Bounds of chunk `number` of `size` items out of `limit`: the last may be short."""
+        first = self.add(arith.MuliOp(number, self.const(size)))
+        end = self.add(arith.AddiOp(first, self.const(size)))
+        return first, self.add(arith.MinUIOp(end, self.const(limit)))
+
     def split(self, value: SSAValue, shape: Sequence[int]) -> list[SSAValue]:
         positions: list[Operation] = []
         values = delinearize(value, shape, positions)
@@ -294,9 +314,7 @@ class _Tiler:
         self.packed_a = entry.insert_arg(a_slots, len(entry.args))
         self.packed_b = entry.insert_arg(b_slots, len(entry.args))
         self.slot_counts = (a_slots.get_shape()[0], b_slots.get_shape()[0])
-        constants: set[SSAValue] = {
-            entry.args[n] for n in self.constant_positions if n < len(entry.args)
-        }
+        constants: set[SSAValue] = {entry.args[n] for n in self.constant_positions}
         packs: list[tuple[_Operand, Callable[[_Emitter], None]]] = [
             (found.a, self._pack_all_a),
             (found.b, self._pack_all_b),
@@ -410,11 +428,8 @@ class _Tiler:
     def _pack_a(self, em: _Emitter, task: SSAValue, row_groups: int) -> None:
         """Ap[slot][m][k] = A at (batch slot, row m, reduction index k)."""
         found = self.found
-        slot = em.add(arith.DivUIOp(task, em.const(row_groups)))
-        group = em.add(arith.RemUIOp(task, em.const(row_groups)))
-        first = em.add(arith.MuliOp(group, em.const(PACK_ROWS_PER_TASK)))
-        end = em.add(arith.AddiOp(first, em.const(PACK_ROWS_PER_TASK)))
-        last = em.add(arith.MinUIOp(end, em.const(found.m)))
+        slot, group = em.divide(task, row_groups)
+        first, last = em.chunk(group, PACK_ROWS_PER_TASK, found.m)
         batch = self._batch(em, slot) if self.a_batched else {}
         _, row = em.loop(first, last)
         m = row.block.args[0]
@@ -450,11 +465,8 @@ class _Tiler:
         lane (reading rows of B in runs of PACK_PANELS x 16), else panel, lane, k."""
         found = self.found
         groups = -(-self.panels // PACK_PANELS)
-        slot = em.add(arith.DivUIOp(task, em.const(groups)))
-        group = em.add(arith.RemUIOp(task, em.const(groups)))
-        first = em.add(arith.MuliOp(group, em.const(PACK_PANELS)))
-        end = em.add(arith.AddiOp(first, em.const(PACK_PANELS)))
-        last_panel = em.add(arith.MinUIOp(end, em.const(self.panels)))
+        slot, group = em.divide(task, groups)
+        first, last_panel = em.chunk(group, PACK_PANELS, self.panels)
         mapping = self._batch(em, slot) if self.b_batched else {}
         columns_fastest = self._columns_fastest()
         outer, reduction, k = self._over_reduction(em) if columns_fastest else (em, {}, None)
@@ -484,10 +496,8 @@ class _Tiler:
         of its block, the row block's full tiles, then (last row block only) the tail."""
         found = self.found
         per_point = self.row_blocks * self.panel_blocks
-        point = em.add(arith.DivUIOp(number, em.const(per_point)))
-        within = em.add(arith.RemUIOp(number, em.const(per_point)))
-        row_block = em.add(arith.DivUIOp(within, em.const(self.panel_blocks)))
-        panel_block = em.add(arith.RemUIOp(within, em.const(self.panel_blocks)))
+        point, within = em.divide(number, per_point)
+        row_block, panel_block = em.divide(within, self.panel_blocks)
         mapping = self._batch(em, point)
         self.slots = (
             point if self.a_batched else em.const(0),
@@ -495,12 +505,8 @@ class _Tiler:
         )
         tile = em.add(memref.AllocaOp.get(f32, shape=[MR, NR]))
         full, tail = found.m // MR, found.m % MR
-        first_panel = em.add(arith.MuliOp(panel_block, em.const(self.panels_per_task)))
-        end_panel = em.add(arith.AddiOp(first_panel, em.const(self.panels_per_task)))
-        last_panel = em.add(arith.MinUIOp(end_panel, em.const(self.panels)))
-        first = em.add(arith.MuliOp(row_block, em.const(self.per_task)))
-        end = em.add(arith.AddiOp(first, em.const(self.per_task)))
-        last = em.add(arith.MinUIOp(end, em.const(full)))
+        first_panel, last_panel = em.chunk(panel_block, self.panels_per_task, self.panels)
+        first, last = em.chunk(row_block, self.per_task, full)
         _, panel_loop = em.loop(first_panel, last_panel)
         panel = panel_loop.block.args[0]
         if full:

@@ -28,7 +28,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import tensor_type_of
 from graphfuse.lowering.emitter import Index
-from graphfuse.lowering.matmul_tiling import MIN_FLOPS
+from graphfuse.lowering.matmul_tiling import worth_tiling
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,8 @@ def _tiled(op: graph.MatmulOp) -> bool:
     """Whether loop-tile-matmul will compute this matmul (it packs B its own way)."""
     result = tensor_type_of(op.result)
     k = tensor_type_of(op.lhs).get_shape()[-1]
-    return isinstance(result.get_element_type(), Float32Type) and (
-        math.prod(result.get_shape()) * k >= MIN_FLOPS
+    return isinstance(result.get_element_type(), Float32Type) and worth_tiling(
+        math.prod(result.get_shape()), k
     )
 
 

@@ -160,6 +160,7 @@ class CudaFunction(ArrayFunction):
         for global_name, array in plan.globals.items():
             driver.to_device(self._pointers[global_name], array)
         self._n_inputs = len(inputs)
+        self._runs = [self._resolve(step) for step in plan.steps]
 
     def __repr__(self) -> str:
         return f"<compiled {self._signature()} for the GPU, {self.kernel_count} kernels>"
@@ -175,14 +176,16 @@ class CudaFunction(ArrayFunction):
         except Exception:  # noqa: BLE001 - releasing at interpreter exit may fail
             return
 
-    def _step(self, step: LaunchStep | CopyStep) -> None:
+    def _resolve(self, step: LaunchStep | CopyStep) -> Callable[[], None]:
+        """The driver call that runs `step` (handles and pointers looked up once)."""
+        driver = self.driver
         if isinstance(step, LaunchStep):
             pointers = [self._pointers[b] for b in step.buffers]
             function = self._functions[(step.module, step.function)]
-            self.driver.launch(function, step.grid, step.block, pointers)
-        else:
-            size = nbytes(self.plan.types[step.destination])
-            self.driver.copy(self._pointers[step.destination], self._pointers[step.source], size)
+            return lambda: driver.launch(function, step.grid, step.block, pointers)
+        size = nbytes(self.plan.types[step.destination])
+        destination, source = self._pointers[step.destination], self._pointers[step.source]
+        return lambda: driver.copy(destination, source, size)
 
     def upload(self, *arrays: Any) -> None:
         """Copy the inputs to the device (what a call does first)."""
@@ -191,8 +194,8 @@ class CudaFunction(ArrayFunction):
 
     def run_uploaded(self) -> None:
         """Run every step on the inputs on the device (no copies to or from the host)."""
-        for step in self.plan.steps:
-            self._step(step)
+        for run in self._runs:
+            run()
 
     def __call__(self, *arrays: Any, out: Any = None) -> Array | tuple[Array, ...]:
         """Run on `arrays`; results go to new arrays, or into `out` when given."""
@@ -213,8 +216,8 @@ class CudaFunction(ArrayFunction):
     def kernel_times_ms(self, repeat: int = 20) -> list[tuple[LaunchStep | CopyStep, float]]:
         """Each step's best device time in milliseconds."""
         return [
-            (step, min(self._timed(lambda s=step: self._step(s), repeat)))
-            for step in self.plan.steps
+            (step, min(self._timed(run, repeat)))
+            for step, run in zip(self.plan.steps, self._runs, strict=True)
         ]
 
     def step_bytes(self, step: LaunchStep | CopyStep) -> int:

@@ -18,21 +18,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, func, gpu, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, UnitAttr
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp, UnitAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import Rewriter
-from xdsl.utils.hints import isa
 
-from graphfuse.compiler import CompileOptions, _entry, fuse, load, to_gpu_stages
+from graphfuse.compiler import CompileOptions, _entry, fuse, load, to_gpu
+from graphfuse.lowering.loop_indexing import index
 from graphfuse.runtime.build import CpuTarget, build_shared_library
 from graphfuse.runtime.compiled import CompiledFunction
 
 _SYNC = (gpu.AllReduceOp, gpu.BarrierOp)
 _IDS = (gpu.ThreadIdOp, gpu.BlockIdOp)
-
-
-def _index(value: int) -> arith.ConstantOp:
-    return arith.ConstantOp(IntegerAttr(value, IndexType()))
 
 
 def _top(op: Operation, body: Block) -> Operation:
@@ -72,8 +68,8 @@ class _Emulation:
     def function(self, name: str) -> func.FuncOp:
         entry = Block(arg_types=[a.type for a in self.body.args])
         uniform: dict[SSAValue, SSAValue] = dict(zip(self.body.args, entry.args, strict=True))
-        c0, c1 = _index(0), _index(1)
-        grid, block = _index(self.grid), _index(self.block)
+        c0, c1 = index(0), index(1)
+        grid, block = index(self.grid), index(self.block)
         entry.add_ops([c0, c1, grid, block])
         self.buffers: dict[SSAValue, SSAValue] = {}
         for value in self.crossing:
@@ -184,14 +180,6 @@ def _constant(value: SSAValue) -> int:
     return op.value.value.data
 
 
-def _memrefs(types: Sequence[Attribute]) -> list[MemRefType[Attribute]]:
-    result: list[MemRefType[Attribute]] = []
-    for typ in types:
-        assert isa(typ, MemRefType[Attribute])
-        result.append(typ)
-    return result
-
-
 def compile_gpu_on_cpu(
     module: ModuleOp, entry: str = "main", options: CompileOptions | None = None
 ) -> CompiledFunction:
@@ -200,12 +188,10 @@ def compile_gpu_on_cpu(
     options = options or CompileOptions()
     module = load(module)
     fuse(module, options)
-    signature = to_gpu_stages(module, options, entry)
+    signature = to_gpu(module, options, entry)
+    assert signature is not None
     kernels = sum(1 for op in module.ops if isinstance(op, gpu.ModuleOp))
-    scratch = list(_entry(module, entry).function_type.inputs.data)
-    scratch = scratch[len(signature.inputs) + len(signature.outputs) :]
+    scratch = signature.scratch(_entry(module, entry))
     emulate_on_cpu(module)
     library = build_shared_library(str(module), CpuTarget(threads=1))
-    return CompiledFunction(
-        library, entry, signature.inputs, signature.outputs, _memrefs(scratch), kernels
-    )
+    return CompiledFunction(library, entry, signature.inputs, signature.outputs, scratch, kernels)

@@ -22,7 +22,7 @@ from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
 
 from graphfuse import reference
-from graphfuse.compiler import CompileOptions, _entry, fuse, load, to_gpu_stages
+from graphfuse.compiler import CompileOptions, _entry, fuse, load, to_gpu
 from graphfuse.parsing import parse_text
 from graphfuse.runtime import memref_abi
 from graphfuse.runtime.build import CpuTarget, build_shared_library
@@ -121,7 +121,8 @@ def _fake_build(text: str, entry: str = "main") -> tuple[CudaFunction, FakeDrive
     module = load(parse_text(text, "case"))
     options = CompileOptions()
     fuse(module, options)
-    stages = to_gpu_stages(module, options, entry)
+    stages = to_gpu(module, options, entry)
+    assert stages is not None
     kernels = build_ptx(str(module), options.nvptx)
     plan = HostPlan(module, _entry(module, entry))
     emulation = module.clone()

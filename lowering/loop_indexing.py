@@ -1,5 +1,6 @@
-"""Index arithmetic shared by the GPU mappings: a thread's or block's linear number to a
-loop's multi-index, and moving a loop body into the code that replaces the loop."""
+"""Index arithmetic for code that replaces loop-dialect loops (the GPU mappings, the
+tiled matmul, the upstream conversion): index constants, a linear number (a thread's,
+a block's, a task's) to a loop's multi-index, and moving a loop body into its new place."""
 
 from __future__ import annotations
 
