@@ -1,0 +1,175 @@
+"""graphfuse against onnxruntime and XLA (through JAX) on the CPU, side by side in one run
+(the fast-CPU-kernels issue).
+
+    .venv/bin/python bench/bench_cpu.py [--only NAME ...] [--models [NAME ...]]
+                                        [--seconds S] [--threads N]
+
+Every workload of bench/workloads.py at its benchmark size, and with `--models` the real
+networks of tests/frontend/model_zoo.py at their published sizes, run by:
+- graphfuse: compiled with `threads=N`, results into preallocated arrays (a deployed
+  runtime's memory plan; the others reuse their own arenas);
+- onnxruntime: the graph exported by bench/to_onnx.py (a model: its own ONNX file), all
+  graph optimisations (ORT_ENABLE_ALL), N intra-op threads;
+- XLA: the graph translated by bench/to_jax.py, `jax.jit` on the CPU, inputs already on
+  the device. XLA's CPU client uses every core; N defaults to the core count so all match.
+
+Times are the best over rounds that alternate between the three (a noisy machine's slow
+spells fall on all alike), after a warm-up; results are checked against onnxruntime's.
+The ratio columns are graphfuse's time over each; `target` is the issue's bound on
+graphfuse / the faster of the two (1.0 for memory-bound workloads, 1.5 otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import jax  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+import workloads  # noqa: E402
+from to_jax import to_jax  # noqa: E402
+from to_onnx import to_onnx  # noqa: E402
+
+import graphfuse  # noqa: E402
+from graphfuse.compiler import CompileOptions  # noqa: E402
+from graphfuse.parsing import parse_text  # noqa: E402
+from graphfuse.passes.dataflow import functions  # noqa: E402
+
+ROUNDS = 3
+Runner = Callable[[], object]
+
+
+def _best(run: Runner, seconds: float) -> float:
+    """Best of repeated runs until `seconds` are spent (at least 2)."""
+    times: list[float] = []
+    while len(times) < 2 or sum(times) < seconds:
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def time_side_by_side(runs: dict[str, Runner], seconds: float) -> dict[str, float]:
+    for run in runs.values():
+        run()
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(ROUNDS):
+        for name, run in runs.items():
+            best[name] = min(best[name], _best(run, seconds / ROUNDS))
+    return best
+
+
+def onnxruntime_session(model: bytes | str, threads: int) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+def _check(name: str, got: Any, expected: list[np.ndarray], what: str) -> None:
+    got = got if isinstance(got, tuple | list) else (got,)
+    for g, e in zip(got, expected, strict=True):
+        scale = max(float(np.max(np.abs(e))), 1e-30)
+        error = float(np.max(np.abs(np.asarray(g) - e))) / scale
+        assert error < 1e-3, f"{name}: {what} differs from onnxruntime (rel. error {error:.1e})"
+
+
+def runners(
+    module: Any, inputs: list[np.ndarray], session: ort.InferenceSession, threads: int, name: str
+) -> dict[str, Runner]:
+    """The three runs of one graph, each checked against onnxruntime first."""
+    compiled = graphfuse.compile(module, options=CompileOptions(threads=threads))
+    feeds = {i.name: a for i, a in zip(session.get_inputs(), inputs, strict=True)}
+    expected = session.run(None, feeds)
+    outs = tuple(np.empty_like(e) for e in expected)
+    out = outs if len(outs) > 1 else outs[0]
+    _check(name, compiled(*inputs, out=out), expected, "graphfuse")
+    xla = to_jax(next(functions(module)))
+    device_inputs = [jax.device_put(a) for a in inputs]
+    _check(name, xla(*device_inputs), expected, "XLA")
+    return {
+        "graphfuse": lambda: compiled(*inputs, out=out),
+        "onnxruntime": lambda: session.run(None, feeds),
+        "xla": lambda: jax.block_until_ready(xla(*device_inputs)),
+    }
+
+
+def report(name: str, best: dict[str, float], target: float | None) -> None:
+    fastest = min(best["onnxruntime"], best["xla"])
+    ratio = best["graphfuse"] / fastest
+    verdict = "" if target is None else f"{target:6.1f}  {'met' if ratio <= target else 'MISSED'}"
+    print(
+        f"{name:38} {best['graphfuse'] * 1e3:9.2f} {best['onnxruntime'] * 1e3:9.2f} "
+        f"{best['xla'] * 1e3:9.2f} {best['graphfuse'] / best['onnxruntime']:7.2f} "
+        f"{best['graphfuse'] / best['xla']:7.2f} {ratio:8.2f}  {verdict}",
+        flush=True,
+    )
+
+
+def workload_rows(only: list[str] | None, threads: int, seconds: float) -> None:
+    for name, (make, memory_bound) in workloads.WORKLOADS.items():
+        if only and not any(s in name for s in only):
+            continue
+        module = parse_text(make(), name)
+        function = next(functions(module))
+        rng = np.random.default_rng(0)  # positive: batch-norm variances must be
+        inputs = [
+            rng.uniform(0.1, 1.0, a.type.get_shape()).astype(np.float32)  # type: ignore[attr-defined]
+            for a in function.body.block.args
+        ]
+        session = onnxruntime_session(to_onnx(function).SerializeToString(), threads)
+        best = time_side_by_side(runners(module, inputs, session, threads, name), seconds)
+        report(name, best, 1.0 if memory_bound else 1.5)
+
+
+def model_rows(names: list[str], threads: int, seconds: float) -> None:
+    from graphfuse.frontend.onnx_import import from_onnx
+    from tests.frontend.model_zoo import export
+
+    with tempfile.TemporaryDirectory() as folder:
+        for name in names:
+            exported = export(name, Path(folder), tiny=False)
+            session = onnxruntime_session(str(exported.path), threads)
+            inputs = [exported.inputs[i.name] for i in session.get_inputs()]
+            module = from_onnx(exported.path)
+            best = time_side_by_side(runners(module, inputs, session, threads, name), seconds)
+            report(f"{name} (published size)", best, None)
+
+
+def main() -> int:
+    from tests.frontend.model_zoo import MODELS
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="*", help="substrings of workload names to run")
+    parser.add_argument(
+        "--models", nargs="*", help="also (or, with --only and no match, only) these models"
+    )
+    parser.add_argument("--seconds", type=float, default=3.0, help="timing budget per runtime")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    print(f"{args.threads} threads; XLA {jax.__version__}, onnxruntime {ort.__version__}")
+    print(
+        f"{'workload (times in ms)':38} {'graphfuse':>9} {'ort':>9} {'xla':>9} {'gf/ort':>7} "
+        f"{'gf/xla':>7} {'gf/best':>8}  target"
+    )
+    workload_rows(args.only, args.threads, args.seconds)
+    if args.models is not None:
+        model_rows(args.models or list(MODELS), args.threads, args.seconds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
