@@ -137,6 +137,7 @@ def _to_upstream(module: ModuleOp, parallel: bool) -> str:
 def _to_upstream_module(module: ModuleOp, parallel: bool) -> None:
     from graphfuse.lowering.approximate_math import ApproximateMathPass
     from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
+    from graphfuse.lowering.invariant_reciprocals import InvariantReciprocalsPass
     from graphfuse.lowering.matmul_tiling import TileMatmulPass
     from graphfuse.lowering.split_epilogues import SplitEpiloguesPass
 
@@ -144,6 +145,7 @@ def _to_upstream_module(module: ModuleOp, parallel: bool) -> None:
     TileMatmulPass(threads=parallel).apply(ctx, module)
     SplitEpiloguesPass().apply(ctx, module)
     ConvertLoopToUpstreamPass(parallel=parallel).apply(ctx, module)
+    InvariantReciprocalsPass().apply(ctx, module)
     ApproximateMathPass().apply(ctx, module)
 
 

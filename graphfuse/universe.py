@@ -83,6 +83,12 @@ def _get_split_epilogues() -> type[ModulePass]:
     return SplitEpiloguesPass
 
 
+def _get_invariant_reciprocals() -> type[ModulePass]:
+    from graphfuse.lowering.invariant_reciprocals import InvariantReciprocalsPass
+
+    return InvariantReciprocalsPass
+
+
 def _get_approximate_math() -> type[ModulePass]:
     from graphfuse.lowering.approximate_math import ApproximateMathPass
 
@@ -103,6 +109,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-loop-to-upstream": _get_convert_loop_to_upstream,
     "convert-loop-to-gpu": _get_convert_loop_to_gpu,
     "graphfuse-approximate-math": _get_approximate_math,
+    "graphfuse-invariant-reciprocals": _get_invariant_reciprocals,
     "loop-split-epilogues": _get_split_epilogues,
     "loop-tile-matmul": _get_tile_matmul,
 }

@@ -1,21 +1,25 @@
 // RUN: xdsl-opt %s -p graphfuse-approximate-math --split-input-file | filecheck %s
 // RUN: xdsl-opt %s -p graphfuse-approximate-math --split-input-file | filecheck %s --check-prefix=GONE
 
-// No math.tanh or math.erf is left before the last case (the one that keeps them).
+// No math.tanh, math.erf or f32 math.exp is left before the last case (the one that keeps
+// them).
 // GONE-NOT: math.tanh
 // GONE-NOT: math.erf
+// GONE-NOT: math.exp
 // GONE:     func.func @left_alone
 
 // tanh: 1 - 2 / (exp(2|x|) + 1) beyond |x| = 0.625, an odd polynomial in |x| below, picked
 // by a select (no branch, so the loop around it vectorises), then given the sign of x (so
-// tanh(-0.0) is -0.0).
+// tanh(-0.0) is -0.0). The exp it makes is expanded as well (its last op is the select
+// for x > 88.72).
 // CHECK-LABEL: func.func @tanh(
 // CHECK-SAME:  %[[X:.*]]: f32) -> f32 {
 // CHECK-DAG:   %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK-DAG:   %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
 // CHECK:       %[[ABS:.*]] = math.absf %[[X]] : f32
 // CHECK-NEXT:  %[[TWICE:.*]] = arith.mulf %[[TWO]], %[[ABS]] : f32
-// CHECK-NEXT:  %[[EXP:.*]] = math.exp %[[TWICE]] : f32
+// CHECK:       %[[HUGE:.*]] = arith.cmpf ugt, %[[TWICE]], %{{.*}} : f32
+// CHECK:       %[[EXP:.*]] = arith.select %[[HUGE]], %{{.*}}, %{{.*}} : f32
 // CHECK-NEXT:  %[[DEN:.*]] = arith.addf %[[EXP]], %[[ONE]] : f32
 // CHECK-NEXT:  %[[FRAC:.*]] = arith.divf %[[TWO]], %[[DEN]] : f32
 // CHECK-NEXT:  %[[LARGE:.*]] = arith.subf %[[ONE]], %[[FRAC]] : f32
@@ -50,10 +54,47 @@ func.func @erf(%x: f32) -> f32 {
 
 // -----
 
+// exp: n = round(x / ln2) by adding 1.5 * 2^23, r = x - n ln2 in two steps, a polynomial
+// for exp(r) (multiply-adds LLVM may fuse), 2^(n-1) from t's low bits shifted into the
+// exponent (126 << 23 = 1056964608 is the bias less one), times 2; then 0 below -86.99 and
+// x * inf (inf, or NaN for NaN) above 88.72.
+// CHECK-LABEL: func.func @exp(
+// CHECK-SAME:  %[[X:.*]]: f32) -> f32 {
+// CHECK:       %[[XL:.*]] = arith.mulf %[[X]], %{{.*}} fastmath<contract> : f32
+// CHECK-NEXT:  %[[ROUNDER:.*]] = arith.constant 0x4B400000 : f32
+// CHECK-NEXT:  %[[T:.*]] = arith.addf %[[XL]], %[[ROUNDER]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[ROUNDER2:.*]] = arith.constant 0x4B400000 : f32
+// CHECK-NEXT:  %[[N:.*]] = arith.subf %[[T]], %[[ROUNDER2]] : f32
+// CHECK-NEXT:  %[[HIGH:.*]] = arith.constant 6.933594e-01 : f32
+// CHECK-NEXT:  %[[NH:.*]] = arith.mulf %[[N]], %[[HIGH]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[R1:.*]] = arith.subf %[[X]], %[[NH]] fastmath<contract> : f32
+// CHECK:       %[[R:.*]] = arith.subf %[[R1]], %{{.*}} fastmath<contract> : f32
+// CHECK:       %[[TI:.*]] = arith.bitcast %[[T]] : f32 to i32
+// CHECK-NEXT:  %[[C23:.*]] = arith.constant 23 : i32
+// CHECK-NEXT:  %[[BITS:.*]] = arith.shli %[[TI]], %[[C23]] : i32
+// CHECK-NEXT:  %[[BIAS:.*]] = arith.constant 1056964608 : i32
+// CHECK-NEXT:  %[[SB:.*]] = arith.addi %[[BITS]], %[[BIAS]] : i32
+// CHECK-NEXT:  %[[HALF:.*]] = arith.bitcast %[[SB]] : i32 to f32
+// CHECK-NEXT:  %[[YS:.*]] = arith.mulf %{{.*}}, %[[HALF]] fastmath<contract> : f32
+// CHECK:       %[[V:.*]] = arith.mulf %[[YS]], %{{.*}} fastmath<contract> : f32
+// CHECK:       %[[TINY:.*]] = arith.cmpf olt, %[[X]], %{{.*}} : f32
+// CHECK:       %[[V2:.*]] = arith.select %[[TINY]], %{{.*}}, %[[V]] : f32
+// CHECK:       %[[HUGE:.*]] = arith.cmpf ugt, %[[X]], %{{.*}} : f32
+// CHECK:       %[[INF:.*]] = arith.constant 0x7F800000 : f32
+// CHECK-NEXT:  %[[XI:.*]] = arith.mulf %[[X]], %[[INF]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[E:.*]] = arith.select %[[HUGE]], %[[XI]], %[[V2]] : f32
+// CHECK-NEXT:  func.return %[[E]] : f32
+func.func @exp(%x: f32) -> f32 {
+  %0 = math.exp %x : f32
+  func.return %0 : f32
+}
+
+// -----
+
 // Inside loops too (the walk reaches nested regions).
 // CHECK-LABEL: func.func @in_loop(
 // CHECK:       scf.for
-// CHECK:       math.exp
+// CHECK:       arith.cmpf ugt
 // CHECK:       arith.select
 // CHECK:       memref.store
 func.func @in_loop(%x: memref<8xf32>) {
@@ -75,10 +116,12 @@ func.func @in_loop(%x: memref<8xf32>) {
 // CHECK-NEXT:  math.tanh %{{.*}} : f16
 // CHECK-NEXT:  math.erf %{{.*}} : f16
 // CHECK-NEXT:  math.tanh %{{.*}} : vector<4xf32>
+// CHECK-NEXT:  math.exp %{{.*}} : f16
 // CHECK-NEXT:  func.return
-func.func @left_alone(%h: f16, %v: vector<4xf32>) -> (f16, f16, vector<4xf32>) {
+func.func @left_alone(%h: f16, %v: vector<4xf32>) -> (f16, f16, vector<4xf32>, f16) {
   %0 = math.tanh %h : f16
   %1 = math.erf %h : f16
   %2 = math.tanh %v : vector<4xf32>
-  func.return %0, %1, %2 : f16, f16, vector<4xf32>
+  %3 = math.exp %h : f16
+  func.return %0, %1, %2, %3 : f16, f16, vector<4xf32>, f16
 }
