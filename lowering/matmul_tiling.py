@@ -8,11 +8,8 @@ vectorises the dot product but reuses nothing between points, so each point stre
 operands through the cache: about 20 GFLOP/s at 2048^3 on this VM's two cores. This pass
 computes such a nest as a GEMM, the way BLAS libraries do (Goto's algorithm):
 
-- the nest is read as a contraction: its indices that only the first operand's load uses
-  are the GEMM's rows (m), those only the second's uses are its columns (n), those both or
-  neither use are batch indices; the reduction's indices are k. A matmul's rows are its
-  m (and a batch that only A has), columns its n; a convolution's rows are its output
-  channels and its columns are (image, y, x): the implicit GEMM of im2col;
+- the nest is read as a contraction (lowering/contractions.py): rows m, columns n, batch
+  and reduction k; a convolution is the implicit GEMM of im2col;
 - both operands are packed first, by evaluating the original loads (with their index
   arithmetic, cloned) at every (m, k) and (k, n): `Ap[m][k]` row by row and `Bp` in panels
   of NR = 16 columns, `Bp[n/16][k][16]`, zero past the last column. For a convolution
@@ -31,10 +28,7 @@ computes such a nest as a GEMM, the way BLAS libraries do (Goto's algorithm):
 
 bench/bench_gemm.py: 2048^3 at about onnxruntime's GFLOP/s on this VM (2 threads).
 
-A nest qualifies when its body holds exactly one region op, a `loop.reduce add` of f32,
-whose body multiplies two values computed from loads by `arith` ops alone (index
-arithmetic, the clamp-and-select of padding), and when both the rows and the columns are
-non-empty. Everything else is left for
+Nests contractions.py does not take, and those under MIN_FLOPS multiply-adds, are left for
 convert-loop-to-upstream.
 """
 
@@ -47,7 +41,6 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf, vector
 from xdsl.dialects.builtin import (
-    Float32Type,
     FloatAttr,
     FunctionType,
     IndexType,
@@ -59,12 +52,20 @@ from xdsl.dialects.builtin import (
     f32,
     i64,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
 
 from graphfuse.dialects import loop
+from graphfuse.lowering.contractions import (
+    Contraction,
+    Operand,
+    constant_arguments,
+    factor,
+    match_contraction,
+    reads_constants,
+)
 from graphfuse.lowering.loop_indexing import delinearize, index
 
 MR = 6
@@ -77,168 +78,8 @@ MIN_TASKS = 8
 PACK_ROWS_PER_TASK = 64
 PACK_PANELS = 16
 """Panels of B packed by one task: rows of B are read in runs of 256 floats."""
-MIN_FLOPS = 1 << 16
-
-
-def worth_tiling(points: int, reduction: int) -> bool:
-    """Whether a contraction over `reduction` per output point, at `points` points, is big
-    enough to tile: smaller ones keep the dot-product form (packing would cost more than
-    it saves). operand_layouts asks the same before choosing a matmul's operand copy."""
-    return points * reduction >= MIN_FLOPS
-
-
 _VEC = VectorType(f32, [LANES])
 Mapping = dict[SSAValue, SSAValue]
-
-
-def _inside(value: SSAValue, nest: Operation) -> bool:
-    owner = value.owner
-    if isinstance(owner, Operation):
-        return nest.is_ancestor(owner)
-    parent = owner.parent_op()
-    return parent is not None and nest.is_ancestor(parent)
-
-
-@dataclass(frozen=True)
-class _Operand:
-    """One factor of the product: the ops inside the nest computing it (index arithmetic,
-    loads, padding selects), which packing clones to evaluate it anywhere."""
-
-    value: SSAValue
-    chain: tuple[Operation, ...]
-    """In program order."""
-    depends: frozenset[SSAValue]
-    """The nest's and the reduction's indices it reads."""
-
-
-def _pure(op: Operation) -> bool:
-    return not op.regions and (isinstance(op, loop.LoadOp) or op.dialect_name() == "arith")
-
-
-def _operand(value: SSAValue, nest: loop.ParallelOp) -> _Operand | None:
-    chain: list[Operation] = []
-    depends: set[SSAValue] = set()
-    pending: list[SSAValue] = [value]
-    seen: set[Operation] = set()
-    while pending:
-        current = pending.pop()
-        if not _inside(current, nest):
-            continue
-        if isinstance(current, BlockArgument):
-            depends.add(current)
-            continue
-        op = current.owner
-        assert isinstance(op, Operation)
-        if op in seen:
-            continue
-        if not _pure(op):
-            return None
-        seen.add(op)
-        chain.append(op)
-        pending.extend(op.operands)
-    order = {op: n for n, op in enumerate(nest.walk())}
-    chain.sort(key=lambda op: order[op])
-    return _Operand(value, tuple(chain), frozenset(depends))
-
-
-@dataclass(frozen=True)
-class _Contraction:
-    nest: loop.ParallelOp
-    reduce: loop.ReduceOp
-    a: _Operand
-    b: _Operand
-    rows: tuple[int, ...]
-    """Nest dimensions of the GEMM's rows (m), in order."""
-    columns: tuple[int, ...]
-    batch: tuple[int, ...]
-
-    def extent(self, dims: Sequence[int]) -> int:
-        return math.prod(self.nest.shape[d] for d in dims)
-
-    @property
-    def m(self) -> int:
-        return self.extent(self.rows)
-
-    @property
-    def n(self) -> int:
-        return self.extent(self.columns)
-
-    @property
-    def k(self) -> int:
-        return math.prod(self.reduce.shape)
-
-    def args(self, dims: Sequence[int]) -> list[SSAValue]:
-        return [self.nest.body.block.args[d] for d in dims]
-
-
-def _constant(operand: _Operand, constant_args: set[SSAValue]) -> bool:
-    """Whether `operand` reads only constants: `memref.get_global`s, in the kernel or
-    passed by every caller (`constant_args`)."""
-    loads = [op for op in operand.chain if isinstance(op, loop.LoadOp)]
-    return bool(loads) and all(
-        isinstance(op.buffer.owner, memref.GetGlobalOp) or op.buffer in constant_args
-        for op in loads
-    )
-
-
-def constant_arguments(module: ModuleOp) -> dict[str, set[int]]:
-    """Per loop kernel, the argument positions every `loop.call` fills with a
-    `memref.get_global` (a constant of the module)."""
-    found: dict[str, set[int]] = {}
-    for call in module.walk():
-        if not isinstance(call, loop.CallOp):
-            continue
-        positions = {
-            n for n, b in enumerate(call.buffers) if isinstance(b.owner, memref.GetGlobalOp)
-        }
-        name = call.callee.string_value()
-        found[name] = found[name] & positions if name in found else positions
-    return found
-
-
-def _reduce_of(nest: loop.ParallelOp) -> loop.ReduceOp | None:
-    regions = [op for op in nest.body.block.ops if op.regions]
-    if len(regions) != 1 or not isinstance(regions[0], loop.ReduceOp):
-        return None
-    reduce = regions[0]
-    ok = (
-        reduce.kind.data == loop.ReduceKind.ADD
-        and isinstance(reduce.result.type, Float32Type)
-        and not _inside(reduce.init, nest)
-    )
-    return reduce if ok else None
-
-
-def match(nest: loop.ParallelOp) -> _Contraction | None:
-    """The GEMM in `nest`, if it has the shape this pass tiles."""
-    reduce = _reduce_of(nest)
-    if reduce is None or not worth_tiling(math.prod(nest.shape), math.prod(reduce.shape)):
-        return None
-    body = list(reduce.body.block.ops)
-    end = body[-1]
-    assert isinstance(end, loop.YieldOp)
-    product = end.values[0].owner
-    if not isinstance(product, arith.MulfOp):
-        return None
-    first, second = (_operand(v, nest) for v in product.operands)
-    if first is None or second is None:
-        return None
-    a, b = first, second
-    used = {product, end, *a.chain, *b.chain}
-    if any(op not in used for op in body):
-        return None
-    args = nest.body.block.args
-    rows = tuple(d for d, x in enumerate(args) if x in a.depends and x not in b.depends)
-    columns = tuple(d for d, x in enumerate(args) if x in b.depends and x not in a.depends)
-    if not rows or not columns:
-        return None
-    if len(args) - 1 in rows:
-        # The output's innermost dimension runs along the 16 columns of a tile, so the
-        # epilogue's stores are contiguous.
-        a, b = b, a
-        rows, columns = columns, rows
-    batch = tuple(d for d in range(len(args)) if d not in rows and d not in columns)
-    return _Contraction(nest, reduce, a, b, rows, columns, batch)
 
 
 class _Emitter:
@@ -289,7 +130,7 @@ class _Emitter:
 class _Tiler:
     """Emits the tiled computation of one matched nest in place of it."""
 
-    def __init__(self, found: _Contraction, threads: bool, constant_positions: set[int]):
+    def __init__(self, found: Contraction, threads: bool, constant_positions: set[int]):
         self.found = found
         self.threads = threads
         self.constant_positions = constant_positions
@@ -315,14 +156,14 @@ class _Tiler:
         self.packed_b = entry.insert_arg(b_slots, len(entry.args))
         self.slot_counts = (a_slots.get_shape()[0], b_slots.get_shape()[0])
         constants: set[SSAValue] = {entry.args[n] for n in self.constant_positions}
-        packs: list[tuple[_Operand, Callable[[_Emitter], None]]] = [
+        packs: list[tuple[Operand, Callable[[_Emitter], None]]] = [
             (found.a, self._pack_all_a),
             (found.b, self._pack_all_b),
         ]
         for operand, pack in packs:
-            if not _constant(operand, constants):
+            if not reads_constants(operand, constants):
                 pack(em)
-        constant = [pack for operand, pack in packs if _constant(operand, constants)]
+        constant = [pack for operand, pack in packs if reads_constants(operand, constants)]
         if constant:
             self._once(em, entry, constant)
         full = found.m // MR
@@ -395,7 +236,7 @@ class _Tiler:
             block.add_op(scf.YieldOp())
             em.put(scf.ForOp(*bounds, [], block))
 
-    def _value(self, em: _Emitter, operand: _Operand, mapping: Mapping) -> SSAValue:
+    def _value(self, em: _Emitter, operand: Operand, mapping: Mapping) -> SSAValue:
         """`operand`'s load at the indices `mapping` gives (its index ops cloned)."""
         local = dict(mapping)
         for op in operand.chain:
@@ -454,7 +295,7 @@ class _Tiler:
         loads = [op for op in self.found.b.chain if isinstance(op, loop.LoadOp)]
         if len(loads) != 1:
             return True
-        last = _operand(loads[0].indices[-1], self.found.nest)
+        last = factor(loads[0].indices[-1], self.found.nest)
         columns = set(self.found.args(self.found.columns))
         return last is None or bool(last.depends & columns) or loads[0].indices[-1] in columns
 
@@ -612,7 +453,7 @@ class TileMatmulPass(ModulePass):
             before = len(kernel.body.block.args)
             positions = constants.get(kernel.sym_name.data, set())
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
-                found = match(nest)
+                found = match_contraction(nest)
                 if found is not None:
                     _Tiler(found, self.threads, positions).emit()
             if len(kernel.body.block.args) > before:

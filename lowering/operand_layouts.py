@@ -27,8 +27,8 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import tensor_type_of
+from graphfuse.lowering.contractions import worth_tiling
 from graphfuse.lowering.emitter import Index
-from graphfuse.lowering.matmul_tiling import worth_tiling
 
 
 @dataclass(frozen=True)
