@@ -65,7 +65,7 @@ func.func @erf(%x: f32) -> f32 {
 // CHECK-NEXT:  %[[T:.*]] = arith.addf %[[XL]], %[[ROUNDER]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[ROUNDER2:.*]] = arith.constant 0x4B400000 : f32
 // CHECK-NEXT:  %[[N:.*]] = arith.subf %[[T]], %[[ROUNDER2]] : f32
-// CHECK-NEXT:  %[[HIGH:.*]] = arith.constant 6.933594e-01 : f32
+// CHECK-NEXT:  %[[HIGH:.*]] = arith.constant 0.693359375 : f32
 // CHECK-NEXT:  %[[NH:.*]] = arith.mulf %[[N]], %[[HIGH]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[R1:.*]] = arith.subf %[[X]], %[[NH]] fastmath<contract> : f32
 // CHECK:       %[[R:.*]] = arith.subf %[[R1]], %{{.*}} fastmath<contract> : f32
@@ -80,7 +80,7 @@ func.func @erf(%x: f32) -> f32 {
 // CHECK:       %[[TINY:.*]] = arith.cmpf olt, %[[X]], %{{.*}} : f32
 // CHECK:       %[[V2:.*]] = arith.select %[[TINY]], %{{.*}}, %[[V]] : f32
 // CHECK:       %[[HUGE:.*]] = arith.cmpf ugt, %[[X]], %{{.*}} : f32
-// CHECK:       %[[INF:.*]] = arith.constant 0x7F800000 : f32
+// CHECK:       %[[INF:.*]] = arith.constant 0x7f800000 : f32
 // CHECK-NEXT:  %[[XI:.*]] = arith.mulf %[[X]], %[[INF]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[E:.*]] = arith.select %[[HUGE]], %[[XI]], %[[V2]] : f32
 // CHECK-NEXT:  func.return %[[E]] : f32

@@ -4,7 +4,8 @@
 // by both divides, and multiplies inside it.
 // CHECK-LABEL: func.func @per_row(
 // CHECK-SAME:  %[[X:.*]]: memref<4x8xf32>, %[[S:.*]]: memref<4xf32>) {
-// CHECK:       scf.parallel (%[[I:.*]]) =
+// CHECK:       "scf.parallel"
+// CHECK-NEXT:  ^{{.*}}(%[[I:.*]]: index):
 // CHECK-NEXT:    %[[D:.*]] = memref.load %[[S]][%[[I]]] : memref<4xf32>
 // CHECK-NEXT:    %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK-NEXT:    %[[INV:.*]] = arith.divf %[[ONE]], %[[D]] : f32
@@ -20,7 +21,8 @@ func.func @per_row(%x: memref<4x8xf32>, %s: memref<4xf32>) {
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
   %c8 = arith.constant 8 : index
-  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+  "scf.parallel"(%c0, %c4, %c1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> ({
+  ^bb0(%i: index):
     %d = memref.load %s[%i] : memref<4xf32>
     scf.for %j = %c0 to %c8 step %c1 {
       %v = memref.load %x[%i, %j] : memref<4x8xf32>
@@ -29,7 +31,7 @@ func.func @per_row(%x: memref<4x8xf32>, %s: memref<4xf32>) {
       memref.store %q2, %x[%i, %j] : memref<4x8xf32>
     }
     scf.reduce
-  }
+  }) : (index, index, index) -> ()
   func.return
 }
 
