@@ -610,13 +610,16 @@ class _KernelBuilder:
 
         padded = self._copy_of(op.input, "nhwc_padded", op.padding.get_values())
         weights = self._copy_of(op.weight, "ohwi")
-        if padded is not None and weights is not None:
+        if padded is not None:
             # Channels innermost, padding already written out: a contiguous dot product.
+            # (Without a weight copy, loop-tile-matmul packs the weights from their own.)
             def channels_last(taps: tuple[Index, ...]) -> SSAValue:
                 i, j, c = taps
                 ih = self._window_position(oh, i, sh, dh, 0)
                 iw = self._window_position(ow, j, sw, dw, 0)
                 x = self._load(padded, (n, ih, iw, em.iadd(group_base, c)))
+                if weights is None:
+                    return self._multiply(x, self.value_at(op.weight, (co, c, i, j)))
                 return self._multiply(x, self._load(weights, (co, i, j, c)))
 
             bounds = [kh, kw, group_channels]

@@ -8,8 +8,12 @@ such operands once, in a layout whose innermost dimension is the reduced one:
 - matmul right-hand side `[..., K, N]` -> `[..., N, K]` (transposed), for matmuls that
   loop-tile-matmul does not tile (not f32, or tiny): it packs B into panels itself;
 - conv2d input `[N, C, H, W]` -> `[N, H + pad, W + pad, C]` (NHWC with the zero padding
-  written out, so the sum needs no bounds test);
-- conv2d weight `[O, C/g, KH, KW]` -> `[O, KH, KW, C/g]`.
+  written out, so the sum needs no bounds test), except for convolutions loop-tile-matmul
+  computes that are 1x1, stride 1, unpadded (NCHW packs as well, along rows of x);
+- conv2d weight `[O, C/g, KH, KW]` -> `[O, KH, KW, C/g]`, for convolutions loop-tile-matmul
+  does not compute (grouped, depthwise, tiny, not f32). It packs the weights of the others
+  from their own layout, once per compiled function when they are constants; from a copy
+  made per call it would repack them on every call.
 
 Each copy costs one pass over the operand, small next to the K- or C*KH*KW-fold reuse.
 Only operands that are kernel inputs or constants are copied: nothing else in the kernel
@@ -81,18 +85,47 @@ def _tiled(op: graph.MatmulOp) -> bool:
     )
 
 
+def _tiled_conv(op: graph.Conv2dOp) -> bool:
+    """Whether loop-tile-matmul will compute this convolution as a GEMM (it packs the
+    weights its own way, and only once when they are constants)."""
+    result = tensor_type_of(op.result)
+    _, group_channels, kh, kw = tensor_type_of(op.weight).get_shape()
+    return (
+        isinstance(result.get_element_type(), Float32Type)
+        and op.groups.value.data == 1
+        and worth_tiling(math.prod(result.get_shape()), group_channels * kh * kw)
+    )
+
+
+def _pointwise(op: graph.Conv2dOp) -> bool:
+    """A 1x1 convolution with stride 1 and no padding: NCHW is already a GEMM operand
+    whose columns (y, x) are contiguous."""
+    kh, kw = tensor_type_of(op.weight).get_shape()[2:]
+    return (
+        (kh, kw) == (1, 1)
+        and set(op.strides.get_values()) == {1}
+        and not any(op.padding.get_values())
+    )
+
+
+def _conv_copies(op: graph.Conv2dOp) -> list[OperandCopy]:
+    top, left, bottom, right = op.padding.get_values()
+    padded = OperandCopy(op.input, "nhwc_padded", (top, left, bottom, right))
+    if not _tiled_conv(op):
+        if _is_input(op.input) and _is_input(op.weight):
+            return [padded, OperandCopy(op.weight, "ohwi")]
+        return []
+    return [] if _pointwise(op) or not _is_input(op.input) else [padded]
+
+
 def _copies_of(op: Operation) -> list[OperandCopy]:
     if isinstance(op, graph.MatmulOp):
         k, n = tuple(tensor_type_of(op.rhs).get_shape())[-2:]
         if _is_input(op.rhs) and k > 1 and n > 1 and not _tiled(op):
             return [OperandCopy(op.rhs, "transposed")]
         return []
-    if isinstance(op, graph.Conv2dOp) and _is_input(op.input) and _is_input(op.weight):
-        top, left, bottom, right = op.padding.get_values()
-        return [
-            OperandCopy(op.input, "nhwc_padded", (top, left, bottom, right)),
-            OperandCopy(op.weight, "ohwi"),
-        ]
+    if isinstance(op, graph.Conv2dOp):
+        return _conv_copies(op)
     return []
 
 

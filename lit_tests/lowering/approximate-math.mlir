@@ -8,27 +8,28 @@
 // GONE-NOT: math.exp
 // GONE:     func.func @left_alone
 
-// tanh: 1 - 2 / (exp(2|x|) + 1) beyond |x| = 0.625, an odd polynomial in |x| below, picked
-// by a select (no branch, so the loop around it vectorises), then given the sign of x (so
-// tanh(-0.0) is -0.0). The exp it makes is expanded as well (its last op is the select
-// for x > 88.72).
+// tanh: x clamped to [-9, 9], then c P(c^2) / Q(c^2) (multiply-adds LLVM may fuse), and
+// exactly +-1 (copysign) where |x| >= 9; a select, no branch, so the loop around it
+// vectorises.
 // CHECK-LABEL: func.func @tanh(
 // CHECK-SAME:  %[[X:.*]]: f32) -> f32 {
-// CHECK-DAG:   %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
-// CHECK-DAG:   %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
-// CHECK:       %[[ABS:.*]] = math.absf %[[X]] : f32
-// CHECK-NEXT:  %[[TWICE:.*]] = arith.mulf %[[TWO]], %[[ABS]] : f32
-// CHECK:       %[[HUGE:.*]] = arith.cmpf ugt, %[[TWICE]], %{{.*}} : f32
-// CHECK:       %[[EXP:.*]] = arith.select %[[HUGE]], %{{.*}}, %{{.*}} : f32
-// CHECK-NEXT:  %[[DEN:.*]] = arith.addf %[[EXP]], %[[ONE]] : f32
-// CHECK-NEXT:  %[[FRAC:.*]] = arith.divf %[[TWO]], %[[DEN]] : f32
-// CHECK-NEXT:  %[[LARGE:.*]] = arith.subf %[[ONE]], %[[FRAC]] : f32
-// CHECK:       %[[SMALL:.*]] = arith.addf %{{.*}}, %[[ABS]] : f32
-// CHECK-NEXT:  %[[CUT:.*]] = arith.constant 6.250000e-01 : f32
-// CHECK-NEXT:  %[[IS_LARGE:.*]] = arith.cmpf ogt, %[[ABS]], %[[CUT]] : f32
-// CHECK-NEXT:  %[[MAG:.*]] = arith.select %[[IS_LARGE]], %[[LARGE]], %[[SMALL]] : f32
-// CHECK-NEXT:  %[[R:.*]] = math.copysign %[[MAG]], %[[X]] : f32
-// CHECK-NEXT:  func.return %[[R]] : f32
+// CHECK-NEXT:  %[[NINE:.*]] = arith.constant 9.000000e+00 : f32
+// CHECK-NEXT:  %[[LOW:.*]] = arith.negf %[[NINE]] : f32
+// CHECK-NEXT:  %[[A:.*]] = arith.maximumf %[[X]], %[[LOW]] : f32
+// CHECK-NEXT:  %[[C:.*]] = arith.minimumf %[[A]], %[[NINE]] : f32
+// CHECK-NEXT:  %[[Z:.*]] = arith.mulf %[[C]], %[[C]] fastmath<contract> : f32
+// CHECK:       %[[P0:.*]] = arith.constant 0.99999994 : f32
+// CHECK-NEXT:  %[[P:.*]] = arith.addf %{{.*}}, %[[P0]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[CP:.*]] = arith.mulf %[[C]], %[[P]] fastmath<contract> : f32
+// CHECK:       %[[Q0:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:  %[[Q:.*]] = arith.addf %{{.*}}, %[[Q0]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[R:.*]] = arith.divf %[[CP]], %[[Q]] : f32
+// CHECK-NEXT:  %[[ABS:.*]] = math.absf %[[X]] : f32
+// CHECK-NEXT:  %[[SAT:.*]] = arith.cmpf oge, %[[ABS]], %[[NINE]] : f32
+// CHECK-NEXT:  %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:  %[[SIGNED:.*]] = math.copysign %[[ONE]], %[[X]] : f32
+// CHECK-NEXT:  %[[T:.*]] = arith.select %[[SAT]], %[[SIGNED]], %[[R]] : f32
+// CHECK-NEXT:  func.return %[[T]] : f32
 func.func @tanh(%x: f32) -> f32 {
   %0 = math.tanh %x : f32
   func.return %0 : f32
@@ -94,7 +95,7 @@ func.func @exp(%x: f32) -> f32 {
 // Inside loops too (the walk reaches nested regions).
 // CHECK-LABEL: func.func @in_loop(
 // CHECK:       scf.for
-// CHECK:       arith.cmpf ugt
+// CHECK:       arith.cmpf oge
 // CHECK:       arith.select
 // CHECK:       memref.store
 func.func @in_loop(%x: memref<8xf32>) {
