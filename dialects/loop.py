@@ -178,7 +178,8 @@ class ReduceOp(IRDLOperation):
     """Combines the value the body yields at every point below `bounds`, starting at `init`.
 
     The order of combination is unspecified (a backend may reassociate, split over threads
-    or use warp shuffles), as for any parallel reduction.
+    or use warp shuffles), as for any parallel reduction. The body runs once per point, so
+    it may also store that point's element (a stitched row kernel keeps a row this way).
     """
 
     name = "loop.reduce"

@@ -210,6 +210,8 @@ class _KernelBuilder:
         self.buffer_of: dict[SSAValue, SSAValue] = {}
         self.row_buffers: dict[SSAValue, SSAValue] = {}
         """Values kept per row (stitched kernels) -> the output buffer holding them."""
+        self.unkept_rows: dict[SSAValue, SSAValue] = {}
+        """Values to keep per row that the next reduction reading them stores as it goes."""
         self.copies = operand_copies(fused)
         self.copy_buffers: list[SSAValue] = []
 
@@ -308,20 +310,12 @@ class _KernelBuilder:
             em.add(loop.YieldOp())
 
     def _keep_row(self, plan: RowPlan, value: SSAValue, row: Row) -> None:
-        """A loop writing `value`'s row into the row of the output buffer that holds it;
-        later reads load it (see row_stitching)."""
-        if value in self.row_buffers:
-            return
-        em = self.em
-        buffer = self.output_args[plan.kept[value]]
-        fill = loop.ParallelOp(plan.trailing(value))
-        em.add(fill)
-        with em.inside(fill.body.block):
-            index = (*row, *point_index(fill))
-            scalar = self.value_at(value, index)
-            em.add(loop.StoreOp(scalar, buffer, [em.index_value(i) for i in index]))
-            em.add(loop.YieldOp())
-        self.row_buffers[value] = buffer
+        """Have the reduction about to read `value` also write its row into the row of
+        the output buffer that holds it; later reads load it (see row_stitching). One
+        loop computes, stores and sums each element, where a fill loop before the
+        reduction would load the row back from L1 once more."""
+        if value not in self.row_buffers:
+            self.unkept_rows[value] = self.output_args[plan.kept[value]]
 
     def _copy_stage(self, copy: OperandCopy, buffer: SSAValue) -> None:
         """buffer = the operand in the copy's layout (see operand_layouts)."""
@@ -550,12 +544,18 @@ class _KernelBuilder:
         }
         kind = kinds[type(op)]
 
+        keep = self.unkept_rows.pop(op.input, None)
+
         def body(loop_index: tuple[Index, ...]) -> SSAValue:
-            return self.value_at(
-                op.input, _reduced_index(index, loop_index, axes, len(in_shape), keepdims)
-            )
+            at = _reduced_index(index, loop_index, axes, len(in_shape), keepdims)
+            element = self.value_at(op.input, at)
+            if keep is not None:
+                self.em.add(loop.StoreOp(element, keep, [self.em.index_value(i) for i in at]))
+            return element
 
         total = self._accumulate(kind, [in_shape[a] for a in axes], typ, body)
+        if keep is not None:
+            self.row_buffers[op.input] = keep
         if not isinstance(op, graph.ReduceMeanOp):
             return total
         count = math.prod(in_shape[a] for a in axes)

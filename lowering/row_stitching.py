@@ -25,10 +25,10 @@ Kept rows. Softmax needs exp(x - max) twice per row: inside the sum and for the 
 Recomputing it costs a second exp per element; keeping it costs a store and a load of a
 row that is in L1. So a reduction's input that is costly (its elementwise cone holds exp,
 log, tanh, sigmoid, erf, sqrt, rsqrt, div or pow) and that something other than a
-reduction also uses is written once per row, by a loop before the first reduction that
-reads it, into the row of an output buffer of its shape (PyTorch's CPU softmax does the
-same); the reductions and the result loop load it, and the result loop overwrites it
-last. Measured on softmax 4096x1024 (one thread, 2-core EPYC): 4.1 ms kept, 6.6 ms
+reduction also uses is written once per row, by the first reduction that reads it (its
+body stores each element as it sums it), into the row of an output buffer of its shape
+(PyTorch's CPU softmax does the same); later reductions and the result loop load it, and
+the result loop overwrites it last. Measured on softmax 4096x1024 (one thread, 2-core EPYC): 4.1 ms kept, 6.6 ms
 recomputed. Cheap inputs (layer-norm's (x - mean)^2, RMS-norm's x*x) are recomputed: one
 multiply costs less than a store and a load.
 
