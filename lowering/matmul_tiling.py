@@ -67,6 +67,7 @@ from graphfuse.lowering.contractions import (
     reads_constants,
 )
 from graphfuse.lowering.loop_indexing import delinearize, index
+from graphfuse.lowering.tile_epilogue import emit_vector_epilogue, vector_epilogue_fits
 
 MR = 6
 NR = 16
@@ -408,6 +409,9 @@ class _Tiler:
     ) -> None:
         found = self.found
         column0 = em.add(arith.MuliOp(panel, em.const(NR)))
+        if found.n % NR == 0 and vector_epilogue_fits(found):
+            self._vector_epilogue(em, mapping, row_values, column0, tile)
+            return
         columns = em.const(NR)
         if found.n % NR:
             left = em.add(arith.SubiOp(em.const(found.n), column0))
@@ -434,6 +438,29 @@ class _Tiler:
                 if op is not found.reduce and not isinstance(op, loop.YieldOp):
                     point.put(op.clone(value_mapper=local))
             point.put(scf.YieldOp())
+
+    def _vector_epilogue(
+        self,
+        em: _Emitter,
+        mapping: Mapping,
+        row_values: Sequence[SSAValue],
+        column0: SSAValue,
+        tile: SSAValue,
+    ) -> None:
+        """The epilogue of a full tile, 8 columns at a time (tile_epilogue.py)."""
+        found = self.found
+        halves: list[Mapping] = []
+        for h in range(NR // LANES):
+            column = em.add(arith.AddiOp(column0, em.const(h * LANES)))
+            split = em.split(column, self._dims(found.columns))
+            halves.append(dict(zip(found.args(found.columns), split, strict=True)))
+        for r, row in enumerate(row_values):
+            rows = dict(
+                zip(found.args(found.rows), em.split(row, self._dims(found.rows)), strict=True)
+            )
+            for h, columns in enumerate(halves):
+                sums = em.add(vector.LoadOp(tile, [em.const(r), em.const(h * LANES)], _VEC))
+                emit_vector_epilogue(em.block, found, {**mapping, **rows, **columns}, sums)
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,10 @@ class CompiledFunction(ArrayFunction):
         self._scratch = [
             np.zeros(t.get_shape(), memref_abi.storage_dtype(t.get_element_type())) for t in scratch
         ]
+        # Built once: a model has hundreds of scratch buffers, and rebuilding their
+        # descriptors cost 1.7 ms per call (ResNet-50).
+        self._scratch_descriptors = [memref_abi.descriptor(b) for b in self._scratch]
+        self._scratch_pointers = [ctypes.byref(d) for d in self._scratch_descriptors]
 
     def __repr__(self) -> str:
         return f"<compiled {self._signature()} from {self.library_path}>"
@@ -143,7 +147,6 @@ class CompiledFunction(ArrayFunction):
         one per result) when given, which saves allocating (and first touching) them."""
         inputs = self._check(arrays)
         outputs = self._outputs(out)
-        buffers = [*inputs, *outputs, *self._scratch]
-        descriptors = [memref_abi.descriptor(b) for b in buffers]
-        self._function(*(ctypes.byref(d) for d in descriptors))
+        descriptors = [memref_abi.descriptor(b) for b in (*inputs, *outputs)]
+        self._function(*(ctypes.byref(d) for d in descriptors), *self._scratch_pointers)
         return self._results(outputs)
