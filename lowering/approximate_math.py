@@ -119,7 +119,10 @@ class _Builder:
 def _tanh(x: SSAValue) -> _Builder:
     b = _Builder()
     limit = b.const(_TANH_SATURATED)
-    clamped = b.add(arith.MinimumfOp(b.add(arith.MaximumfOp(x, b.add(arith.NegfOp(limit)))), limit))
+    # nsz: the clamp need not order -0 below +0 (x * P / Q keeps x's zero sign anyway).
+    nsz = arith.FastMathFlagsAttr((FastMathFlag.NO_SIGNED_ZEROS,))
+    low = b.add(arith.MaximumfOp(x, b.add(arith.NegfOp(limit)), nsz))
+    clamped = b.add(arith.MinimumfOp(low, limit, nsz))
     z = b.mul(clamped, clamped)
     ratio = b.add(arith.DivfOp(b.mul(clamped, b.horner(z, _TANH_P)), b.horner(z, _TANH_Q)))
     # Exactly +-1 where tanh rounds to it; NaN compares false and keeps the ratio's NaN.

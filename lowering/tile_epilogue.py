@@ -15,14 +15,15 @@ the next outer index), that every load or store that the columns reach index its
 dimension by exactly that innermost column index (nothing else the columns reach), that
 no index arithmetic use it, and that the ops be arith ops, loads, stores, or math.absf
 and math.sqrt (LLVM has vector forms of those; the f32 expansions of
-graphfuse-approximate-math are scalar). Otherwise the scalar epilogue runs.
+graphfuse-approximate-math are scalar), with no compare of lane values (xDSL's compares
+give i1 only; relu is a `maximumf`). Otherwise the scalar epilogue runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import math, vector
+from xdsl.dialects import arith, math, vector
 from xdsl.dialects.builtin import IndexType, VectorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -58,6 +59,8 @@ def _op_fits(op: Operation, lane: SSAValue, varying: set[SSAValue]) -> bool:
         return op.value in varying and _access_fits(op.indices, lane, varying)
     if op.regions or not (op.dialect_name() == "arith" or isinstance(op, _VECTOR_MATH)):
         return False
+    if isinstance(op, arith.CmpfOp | arith.CmpiOp) and reached:
+        return False  # xDSL's compares give i1 only, not vector<8xi1>
     # The lane index itself stands for 8 indices: only loads and stores may take it.
     return lane not in op.operands and (
         not reached or all(not isinstance(r.type, IndexType) for r in op.results)

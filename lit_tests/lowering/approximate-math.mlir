@@ -8,15 +8,15 @@
 // GONE-NOT: math.exp
 // GONE:     func.func @left_alone
 
-// tanh: x clamped to [-9, 9], then c P(c^2) / Q(c^2) (multiply-adds LLVM may fuse), and
+// tanh: x clamped to [-9, 9] (nsz: the zero's sign comes from x * P / Q), then c P(c^2) / Q(c^2) (multiply-adds LLVM may fuse), and
 // exactly +-1 (copysign) where |x| >= 9; a select, no branch, so the loop around it
 // vectorises.
 // CHECK-LABEL: func.func @tanh(
 // CHECK-SAME:  %[[X:.*]]: f32) -> f32 {
 // CHECK-NEXT:  %[[NINE:.*]] = arith.constant 9.000000e+00 : f32
 // CHECK-NEXT:  %[[LOW:.*]] = arith.negf %[[NINE]] : f32
-// CHECK-NEXT:  %[[A:.*]] = arith.maximumf %[[X]], %[[LOW]] : f32
-// CHECK-NEXT:  %[[C:.*]] = arith.minimumf %[[A]], %[[NINE]] : f32
+// CHECK-NEXT:  %[[A:.*]] = arith.maximumf %[[X]], %[[LOW]] fastmath<nsz> : f32
+// CHECK-NEXT:  %[[C:.*]] = arith.minimumf %[[A]], %[[NINE]] fastmath<nsz> : f32
 // CHECK-NEXT:  %[[Z:.*]] = arith.mulf %[[C]], %[[C]] fastmath<contract> : f32
 // CHECK:       %[[P0:.*]] = arith.constant 0.99999994 : f32
 // CHECK-NEXT:  %[[P:.*]] = arith.addf %{{.*}}, %[[P0]] fastmath<contract> : f32
