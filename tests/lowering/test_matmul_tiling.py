@@ -108,7 +108,8 @@ func.func @main(%x: {x}, %w: {w}, %mean: {v}, %scale: {v}) -> {y} {{
 CONVS = [
     (1, 8, 16, 17, 1, 1, 1),  # batch 1, odd size, padding
     (2, 3, 7, 31, 2, 1, 1),  # stride 2, 7 output channels (one tile + 1 row)
-    (2, 5, 12, 16, 1, 2, 2),  # dilation 2
+    (2, 5, 12, 16, 1, 2, 2),  # dilation 2; rows of 16: the epilogue 8 columns at a time
+    (4, 8, 16, 6, 1, 1, 1),  # full panels (4x6x6 = 144), rows of 6: scalar epilogue
 ]
 
 
@@ -121,6 +122,17 @@ def test_tiled_convolution_matches_reference(
     options = CompileOptions(threads=threads)
     assert "vector.fma" in lower_to(parse_text(text, "conv"), Stage.UPSTREAM, options)
     compile_and_compare(parse_text(text, "conv"), options=options)
+
+
+def test_vector_epilogue_only_where_8_columns_are_neighbours() -> None:
+    """Output rows of 16 take vector stores; rows of 6 (8 columns from a multiple of 8
+    would run into the next row, and across images, whose channels lie between) keep
+    the point-by-point epilogue."""
+    wide = lower_to(parse_text(_conv_bn_relu(*CONVS[2]), "wide"), Stage.UPSTREAM)
+    assert "vector.store" in wide and ": memref<2x12x16x16xf32>, vector<8xf32>" in wide
+    narrow = lower_to(parse_text(_conv_bn_relu(*CONVS[3]), "narrow"), Stage.UPSTREAM)
+    assert "vector.fma" in narrow
+    assert ": memref<4x16x6x6xf32>, vector<8xf32>" not in narrow
 
 
 @pytest.mark.parametrize("groups", [2, 8])
