@@ -25,7 +25,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import jax  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 import workloads  # noqa: E402
+from bench_compile import best_time  # noqa: E402
 from to_jax import to_jax  # noqa: E402
 from to_onnx import to_onnx  # noqa: E402
 
@@ -51,23 +51,13 @@ ROUNDS = 3
 Runner = Callable[[], object]
 
 
-def _best(run: Runner, seconds: float) -> float:
-    """Best of repeated runs until `seconds` are spent (at least 2)."""
-    times: list[float] = []
-    while len(times) < 2 or sum(times) < seconds:
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def time_side_by_side(runs: dict[str, Runner], seconds: float) -> dict[str, float]:
     for run in runs.values():
         run()
     best = dict.fromkeys(runs, float("inf"))
     for _ in range(ROUNDS):
         for name, run in runs.items():
-            best[name] = min(best[name], _best(run, seconds / ROUNDS))
+            best[name] = min(best[name], best_time(run, seconds / ROUNDS))
     return best
 
 

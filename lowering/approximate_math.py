@@ -29,7 +29,7 @@ Upstream MLIR has such expansions only in a test pass; these are written here:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -39,11 +39,9 @@ from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
-    op_type_rewrite_pattern,
 )
 
 _CONTRACT = arith.FastMathFlagsAttr((FastMathFlag.ALLOW_CONTRACT,))
@@ -164,36 +162,17 @@ def _erf(x: SSAValue) -> _Builder:
     return b
 
 
-class ApproximateTanh(RewritePattern):
-    """math.tanh on f32 -> rational approximation (vectorisable)."""
+class Approximate(RewritePattern):
+    """An f32 math op of one of `expansions`' types -> its inline arith expansion."""
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: math.TanhOp, rewriter: PatternRewriter) -> None:
-        if op.operand.type != Float32Type():
+    def __init__(self, expansions: dict[type[Operation], Callable[[SSAValue], _Builder]]):
+        self.expansions = expansions
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        expand = self.expansions.get(type(op))
+        if expand is None or op.operands[0].type != Float32Type():
             return
-        built = _tanh(op.operand)
-        rewriter.replace(op, built.ops, [built.ops[-1].results[0]])
-
-
-class ApproximateExp(RewritePattern):
-    """math.exp on f32 -> range reduction and polynomial (inline, vectorisable)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: math.ExpOp, rewriter: PatternRewriter) -> None:
-        if op.operand.type != Float32Type():
-            return
-        built = _exp(op.operand)
-        rewriter.replace(op, built.ops, [built.ops[-1].results[0]])
-
-
-class ApproximateErf(RewritePattern):
-    """math.erf on f32 -> rational approximation (vectorisable)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: math.ErfOp, rewriter: PatternRewriter) -> None:
-        if op.operand.type != Float32Type():
-            return
-        built = _erf(op.operand)
+        built = expand(op.operands[0])
         rewriter.replace(op, built.ops, [built.ops[-1].results[0]])
 
 
@@ -204,8 +183,7 @@ class ApproximateMathPass(ModulePass):
     name = "graphfuse-approximate-math"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(
-            GreedyRewritePatternApplier([ApproximateTanh(), ApproximateErf()]),
-            apply_recursively=False,
-        ).rewrite_module(op)
-        PatternRewriteWalker(ApproximateExp(), apply_recursively=False).rewrite_module(op)
+        # exp last: the other expansions could make exps of their own.
+        for expansions in ({math.TanhOp: _tanh, math.ErfOp: _erf}, {math.ExpOp: _exp}):
+            walker = PatternRewriteWalker(Approximate(expansions), apply_recursively=False)
+            walker.rewrite_module(op)

@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import Float32Type, ModuleOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from graphfuse.dialects import loop
+from graphfuse.lowering.loop_indexing import inside
 
 MIN_FLOPS = 1 << 16
 """Multiply-adds below which a contraction keeps its dot-product form."""
@@ -32,15 +33,6 @@ def worth_tiling(points: int, reduction: int) -> bool:
     enough to tile: smaller ones keep the dot-product form (packing would cost more than
     it saves). operand_layouts asks the same before choosing a matmul's operand copy."""
     return points * reduction >= MIN_FLOPS
-
-
-def inside(value: SSAValue, nest: Operation) -> bool:
-    """Whether `value` is defined within `nest` (by an op or as a block argument)."""
-    owner = value.owner
-    if isinstance(owner, Operation):
-        return nest.is_ancestor(owner)
-    parent = owner.parent_op()
-    return parent is not None and nest.is_ancestor(parent)
 
 
 @dataclass(frozen=True)

@@ -21,19 +21,13 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import Float32Type, Float64Type, FloatAttr, ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from graphfuse.lowering.loop_indexing import inside
+
 _LOOPS = (scf.ForOp, scf.ParallelOp)
-
-
-def _defines(loop: Operation, value: SSAValue) -> bool:
-    """Whether `value` is defined inside `loop` (by an op in it or as one of its block
-    arguments)."""
-    owner = value.owner
-    op = owner.parent_op() if isinstance(owner, Block) else owner
-    return op is not None and (op is loop or loop.is_ancestor(op))
 
 
 def _hoist_point(divide: arith.DivfOp) -> Operation | None:
@@ -42,7 +36,7 @@ def _hoist_point(divide: arith.DivfOp) -> Operation | None:
     op = divide.parent_op()
     while op is not None and not isinstance(op, ModuleOp):
         if isinstance(op, _LOOPS):
-            if _defines(op, divide.rhs):
+            if inside(divide.rhs, op):
                 break
             found = op
         op = op.parent_op()

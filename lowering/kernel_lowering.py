@@ -299,7 +299,7 @@ class _KernelBuilder:
             for value in plan.row_values:
                 owner = value.owner
                 if isinstance(owner, graph.ReduceOp) and owner.input in plan.kept:
-                    self._keep_row(plan, owner.input, row)
+                    self._keep_row(plan, owner.input)
                 self.value_at(value, plan.row_index(row, value))
             by_trailing: dict[tuple[int, ...], list[_Stored]] = {}
             for value, buffers in self._homes().items():
@@ -309,7 +309,7 @@ class _KernelBuilder:
                 self._stage(trailing, by_trailing[trailing], row)
             em.add(loop.YieldOp())
 
-    def _keep_row(self, plan: RowPlan, value: SSAValue, row: Row) -> None:
+    def _keep_row(self, plan: RowPlan, value: SSAValue) -> None:
         """Have the reduction about to read `value` also write its row into the row of
         the output buffer that holds it; later reads load it (see row_stitching). One
         loop computes, stores and sums each element, where a fill loop before the

@@ -1,6 +1,7 @@
 """Index arithmetic for code that replaces loop-dialect loops (the GPU mappings, the
 tiled matmul, the upstream conversion): index constants, a linear number (a thread's,
-a block's, a task's) to a loop's multi-index, and moving a loop body into its new place."""
+a block's, a task's) to a loop's multi-index, moving a loop body into its new place, and
+whether a value is defined inside a loop (so code may be moved out of it)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,12 @@ def inline_body(body: Block, args: Sequence[SSAValue], target: Block) -> loop.Yi
             target.add_op(op)
     terminator.detach()
     return terminator
+
+
+def inside(value: SSAValue, nest: Operation) -> bool:
+    """Whether `value` is defined within `nest` (by an op or as a block argument)."""
+    owner = value.owner
+    if isinstance(owner, Operation):
+        return nest.is_ancestor(owner)
+    parent = owner.parent_op()
+    return parent is not None and nest.is_ancestor(parent)

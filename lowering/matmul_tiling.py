@@ -67,11 +67,10 @@ from graphfuse.lowering.contractions import (
     reads_constants,
 )
 from graphfuse.lowering.loop_indexing import delinearize, index
-from graphfuse.lowering.tile_epilogue import emit_vector_epilogue, vector_epilogue_fits
+from graphfuse.lowering.tile_epilogue import LANES, emit_vector_epilogue, vector_epilogue_fits
 
 MR = 6
 NR = 16
-LANES = 8
 MAX_TILES_PER_TASK = 16
 """A task's row tiles share each B panel from L2 (16 tiles: 96 rows)."""
 MIN_TASKS = 8

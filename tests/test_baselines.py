@@ -21,8 +21,6 @@ from tests.frontend.model_zoo import MODELS, export, onnxruntime_run
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 import workloads  # noqa: E402
-
-pytest.importorskip("jax", reason="jax is a test dependency (pyproject [test])")
 from to_jax import to_jax  # noqa: E402
 from to_onnx import to_onnx  # noqa: E402
 
