@@ -162,10 +162,13 @@ def _erf(x: SSAValue) -> _Builder:
     return b
 
 
+_Expansions = dict[type[Operation], Callable[[SSAValue], _Builder]]
+
+
 class Approximate(RewritePattern):
     """An f32 math op of one of `expansions`' types -> its inline arith expansion."""
 
-    def __init__(self, expansions: dict[type[Operation], Callable[[SSAValue], _Builder]]):
+    def __init__(self, expansions: _Expansions):
         self.expansions = expansions
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
@@ -184,6 +187,10 @@ class ApproximateMathPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         # exp last: the other expansions could make exps of their own.
-        for expansions in ({math.TanhOp: _tanh, math.ErfOp: _erf}, {math.ExpOp: _exp}):
+        stages: tuple[_Expansions, ...] = (
+            {math.TanhOp: _tanh, math.ErfOp: _erf},
+            {math.ExpOp: _exp},
+        )
+        for expansions in stages:
             walker = PatternRewriteWalker(Approximate(expansions), apply_recursively=False)
             walker.rewrite_module(op)
