@@ -21,7 +21,7 @@ computes such a nest as a GEMM, the way BLAS libraries do (Goto's algorithm):
   residual add, batch-norm: the nest's body after the reduction, unchanged) runs over its
   points, reading the sums from L1 and storing the results;
 - blocks of up to 16 row tiles, for every batch, are the iterations of one `scf.parallel`
-  (split over the cores by mlir-opt's async-parallel-for), each walking all panels over
+  (split over the cores by MLIR's OpenMP lowering), each walking all panels over
   its rows, so a panel is reused across up to 96 rows from L2; short GEMMs get smaller
   blocks so that there are at least 8. Rows left over (M mod 6) get a narrower tile.
   Packing is split over the cores too.

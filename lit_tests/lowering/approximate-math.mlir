@@ -55,35 +55,44 @@ func.func @erf(%x: f32) -> f32 {
 
 // -----
 
-// exp: n = round(x / ln2) by adding 1.5 * 2^23, r = x - n ln2 in two steps, a polynomial
-// for exp(r) (multiply-adds LLVM may fuse), 2^(n-1) from t's low bits shifted into the
-// exponent (126 << 23 = 1056964608 is the bias less one), times 2; then 0 below -86.99 and
-// x * inf (inf, or NaN for NaN) above 88.72.
+// exp: x clamped above to 89 as `89 < x ? 89 : x` (NaN kept), n = round(x / ln2) by
+// adding 1.5 * 2^23, r = x - n ln2 in two steps, 2 exp(r) as (2r + 2) + r^2 2P(r)
+// (multiply-adds LLVM may fuse), times 2^(n-1) from t's low bits shifted into the exponent
+// (126 << 23 = 1056964608 is the bias less one), so exp(x > 88.72) overflows to inf in that
+// product; then 0 below -86.99.
 // CHECK-LABEL: func.func @exp(
 // CHECK-SAME:  %[[X:.*]]: f32) -> f32 {
-// CHECK:       %[[XL:.*]] = arith.mulf %[[X]], %{{.*}} fastmath<contract> : f32
+// CHECK-NEXT:  %[[LIMIT:.*]] = arith.constant 8.900000e+01 : f32
+// CHECK-NEXT:  %[[OVER:.*]] = arith.cmpf olt, %[[LIMIT]], %[[X]] : f32
+// CHECK-NEXT:  %[[XC:.*]] = arith.select %[[OVER]], %[[LIMIT]], %[[X]] : f32
+// CHECK:       %[[XL:.*]] = arith.mulf %[[XC]], %{{.*}} fastmath<contract> : f32
 // CHECK-NEXT:  %[[ROUNDER:.*]] = arith.constant 0x4B400000 : f32
 // CHECK-NEXT:  %[[T:.*]] = arith.addf %[[XL]], %[[ROUNDER]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[ROUNDER2:.*]] = arith.constant 0x4B400000 : f32
 // CHECK-NEXT:  %[[N:.*]] = arith.subf %[[T]], %[[ROUNDER2]] : f32
 // CHECK-NEXT:  %[[HIGH:.*]] = arith.constant 0.693359375 : f32
 // CHECK-NEXT:  %[[NH:.*]] = arith.mulf %[[N]], %[[HIGH]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[R1:.*]] = arith.subf %[[X]], %[[NH]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[R1:.*]] = arith.subf %[[XC]], %[[NH]] fastmath<contract> : f32
 // CHECK:       %[[R:.*]] = arith.subf %[[R1]], %{{.*}} fastmath<contract> : f32
-// CHECK:       %[[TI:.*]] = arith.bitcast %[[T]] : f32 to i32
+// CHECK-NEXT:  %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK-NEXT:  %[[R2:.*]] = arith.mulf %[[R]], %[[TWO]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[HEAD:.*]] = arith.addf %[[R2]], %[[TWO]] fastmath<contract> : f32
+// CHECK:       %[[C0:.*]] = arith.constant 0.999999881 : f32
+// CHECK-NEXT:  %[[P:.*]] = arith.addf %{{.*}}, %[[C0]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[RR:.*]] = arith.mulf %[[R]], %[[R]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[TAIL:.*]] = arith.mulf %[[P]], %[[RR]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[Y:.*]] = arith.addf %[[TAIL]], %[[HEAD]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[TI:.*]] = arith.bitcast %[[T]] : f32 to i32
 // CHECK-NEXT:  %[[C23:.*]] = arith.constant 23 : i32
 // CHECK-NEXT:  %[[BITS:.*]] = arith.shli %[[TI]], %[[C23]] : i32
 // CHECK-NEXT:  %[[BIAS:.*]] = arith.constant 1056964608 : i32
 // CHECK-NEXT:  %[[SB:.*]] = arith.addi %[[BITS]], %[[BIAS]] : i32
 // CHECK-NEXT:  %[[HALF:.*]] = arith.bitcast %[[SB]] : i32 to f32
-// CHECK-NEXT:  %[[YS:.*]] = arith.mulf %{{.*}}, %[[HALF]] fastmath<contract> : f32
-// CHECK:       %[[V:.*]] = arith.mulf %[[YS]], %{{.*}} fastmath<contract> : f32
-// CHECK:       %[[TINY:.*]] = arith.cmpf olt, %[[X]], %{{.*}} : f32
-// CHECK:       %[[V2:.*]] = arith.select %[[TINY]], %{{.*}}, %[[V]] : f32
-// CHECK:       %[[HUGE:.*]] = arith.cmpf ugt, %[[X]], %{{.*}} : f32
-// CHECK:       %[[INF:.*]] = arith.constant 0x7f800000 : f32
-// CHECK-NEXT:  %[[XI:.*]] = arith.mulf %[[X]], %[[INF]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[E:.*]] = arith.select %[[HUGE]], %[[XI]], %[[V2]] : f32
+// CHECK-NEXT:  %[[V:.*]] = arith.mulf %[[Y]], %[[HALF]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[LOW:.*]] = arith.constant -86.9896317 : f32
+// CHECK-NEXT:  %[[TINY:.*]] = arith.cmpf olt, %[[XC]], %[[LOW]] : f32
+// CHECK-NEXT:  %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:  %[[E:.*]] = arith.select %[[TINY]], %[[ZERO]], %[[V]] : f32
 // CHECK-NEXT:  func.return %[[E]] : f32
 func.func @exp(%x: f32) -> f32 {
   %0 = math.exp %x : f32

@@ -36,13 +36,13 @@
 // CHECK-NEXT:   %[[STEP:.*]] = arith.constant 128 : index
 // CHECK-NEXT:   %[[PART:.*]] = scf.for %[[K:.*]] = %[[T]] to %[[LEN]] step %[[STEP]] iter_args(%[[ACC:.*]] = %[[IDENTITY]]) -> (f32) {
 // CHECK-NEXT:     %[[V:.*]] = loop.load %{{.*}}[%[[ROW]], %[[K]]]
-// CHECK-NEXT:     %[[M:.*]] = arith.maximumf %[[ACC]], %[[V]] : f32
+// CHECK-NEXT:     %[[M:.*]] = arith.maximumf %[[ACC]], %[[V]] fastmath<nsz> : f32
 // CHECK-NEXT:     scf.yield %[[M]] : f32
 // CHECK-NEXT:   }
 // CHECK-NEXT:   %[[ALL:.*]] = "gpu.all_reduce"(%[[PART]]) <{uniform}> ({
 // CHECK:          arith.maximumf
 // CHECK:        }) : (f32) -> f32
-// CHECK-NEXT:   %[[MAX:.*]] = arith.maximumf %[[NINF]], %[[ALL]] : f32
+// CHECK-NEXT:   %[[MAX:.*]] = arith.maximumf %[[NINF]], %[[ALL]] fastmath<nsz> : f32
 // CHECK:        scf.for %[[K2:.*]] = %[[T]] to %{{.*}} step %{{.*}} {
 // CHECK-NEXT:     %[[W:.*]] = loop.load %{{.*}}[%[[ROW]], %[[K2]]]
 // CHECK-NEXT:     arith.subf %[[W]], %[[MAX]] : f32

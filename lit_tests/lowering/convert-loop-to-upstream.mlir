@@ -99,7 +99,7 @@ loop.kernel @row_sum {
 // CHECK-NEXT:     %{{.*}} = arith.constant 8 : index
 // CHECK-NEXT:     %[[ROW:.*]] = scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[INNER:.*]] = %[[OUTER]]) -> (f32) {
 // CHECK-NEXT:       %[[V:.*]] = memref.load %[[X]][%[[I]], %[[J]]]
-// CHECK-NEXT:       %[[M:.*]] = arith.maximumf %[[INNER]], %[[V]] : f32
+// CHECK-NEXT:       %[[M:.*]] = arith.maximumf %[[INNER]], %[[V]] fastmath<nsz> : f32
 // CHECK-NEXT:       scf.yield %[[M]] : f32
 // CHECK-NEXT:     }
 // CHECK-NEXT:     scf.yield %[[ROW]] : f32

@@ -1313,10 +1313,12 @@ def test_exp_approximation_dense_grid() -> None:
 
 def test_exp_approximation_ends() -> None:
     x = np.zeros(GRID_SIZE + 16, np.float32)
-    ends = _f32(INF, -INF, NAN, 88.73, 1e30, -87.0, -1e30, 0.0, -0.0)
+    # Either side of the clamp at 89 (n = 128 up to 89.07) overflows in the scaling.
+    ends = _f32(INF, -INF, NAN, 88.73, 1e30, -87.0, -1e30, 0.0, -0.0, 88.9, 89.0, 89.1, 3e38)
     x[: len(ends)] = ends
     got = _compile(APPROX, "exp")(x)
-    np.testing.assert_array_equal(got[: len(ends)], _f32(INF, 0, NAN, INF, INF, 0, 0, 1, 1))
+    want = _f32(INF, 0, NAN, INF, INF, 0, 0, 1, 1, INF, INF, INF, INF)
+    np.testing.assert_array_equal(got[: len(ends)], want)
 
 
 # ---------------------------------------------------------------------------------------
