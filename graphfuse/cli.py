@@ -281,7 +281,7 @@ def _compile_nvptx(module: ModuleOp, args: argparse.Namespace) -> int:
     from graphfuse.runtime.nvptx import build_ptx
 
     options = _options(args)
-    fuse(module, options)
+    fuse(module, options, cpu=False)
     to_gpu(module, options)
     gpu_text = str(module)
     kernels = build_ptx(gpu_text, options.nvptx)

@@ -87,11 +87,15 @@ def load(module_or_path: ModuleOp | str | Path) -> ModuleOp:
     return parse_file(module_or_path)
 
 
-def fuse(module: ModuleOp, options: CompileOptions) -> None:
-    """Front end + graph-fuse in place (idempotent: fusing a fused module changes nothing)."""
+def fuse(module: ModuleOp, options: CompileOptions, cpu: bool = True) -> None:
+    """Front end + graph-fuse in place (idempotent: fusing a fused module changes nothing).
+    For the CPU build, grouped convolutions that tile are first split per group."""
     from graphfuse.passes.dataflow import functions
     from graphfuse.passes.graph_fuse import default_refinement, front_end, fuse_function
+    from graphfuse.passes.split_grouped_conv import SplitGroupedConvPass
 
+    if cpu:
+        SplitGroupedConvPass().apply(make_context(), module)
     front_end(make_context(), module, True, True, True, None)
     depth = options.max_depth if options.fuse else 1
     refine = default_refinement(depth) if options.fuse and options.refine else None
@@ -103,7 +107,7 @@ def fuse(module: ModuleOp, options: CompileOptions) -> None:
 def lower_to(module: ModuleOp, stage: Stage, options: CompileOptions = CompileOptions()) -> str:
     """The module's text at `stage` (the module is changed in place up to that stage).
     Stage.PTX gives every kernel's PTX, each after a `// kernel @name` line."""
-    fuse(module, options)
+    fuse(module, options, cpu=stage not in (Stage.GPU, Stage.PTX))
     if stage is Stage.GRAPH:
         return str(module)
     if stage in (Stage.GPU, Stage.PTX):
@@ -290,7 +294,7 @@ def _compile_cuda(
         options = replace(options, chip=gpu.info().chip)
     module = load(module_or_path)
     _entry(module, entry)
-    fuse(module, options)
+    fuse(module, options, cpu=False)
     signature = to_gpu(module, options, entry)
     assert signature is not None
     kernels = build_ptx(str(module), options.nvptx)

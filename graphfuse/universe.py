@@ -41,6 +41,12 @@ def _get_graph_fuse_patterns() -> type[ModulePass]:
     return GraphFusePatternsPass
 
 
+def _get_graph_split_grouped_conv() -> type[ModulePass]:
+    from graphfuse.passes.split_grouped_conv import SplitGroupedConvPass
+
+    return SplitGroupedConvPass
+
+
 def _get_graph_simplify() -> type[ModulePass]:
     from graphfuse.passes.graph_simplify import GraphSimplifyPass
 
@@ -105,6 +111,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-decompose": _get_graph_decompose,
     "graph-simplify": _get_graph_simplify,
     "graph-fuse-patterns": _get_graph_fuse_patterns,
+    "graph-split-grouped-conv": _get_graph_split_grouped_conv,
     "convert-graph-to-loop": _get_convert_graph_to_loop,
     "convert-loop-to-upstream": _get_convert_loop_to_upstream,
     "convert-loop-to-gpu": _get_convert_loop_to_gpu,
