@@ -102,7 +102,7 @@ def report(name: str, best: dict[str, float], target: float | None) -> None:
     ratio = best["graphfuse"] / fastest
     verdict = "" if target is None else f"{target:6.1f}  {'met' if ratio <= target else 'MISSED'}"
     print(
-        f"{name:38} {best['graphfuse'] * 1e3:9.2f} {best['onnxruntime'] * 1e3:9.2f} "
+        f"{name:42} {best['graphfuse'] * 1e3:9.2f} {best['onnxruntime'] * 1e3:9.2f} "
         f"{best['xla'] * 1e3:9.2f} {best['graphfuse'] / best['onnxruntime']:7.2f} "
         f"{best['graphfuse'] / best['xla']:7.2f} {ratio:8.2f}  {verdict}",
         flush=True,
@@ -152,7 +152,7 @@ def main() -> int:
     args = parser.parse_args()
     print(f"{args.threads} threads; XLA {jax.__version__}, onnxruntime {ort.__version__}")
     print(
-        f"{'workload (times in ms)':38} {'graphfuse':>9} {'ort':>9} {'xla':>9} {'gf/ort':>7} "
+        f"{'workload (times in ms)':42} {'graphfuse':>9} {'ort':>9} {'xla':>9} {'gf/ort':>7} "
         f"{'gf/xla':>7} {'gf/best':>8}  target"
     )
     workload_rows(args.only, args.threads, args.seconds)

@@ -62,9 +62,13 @@ def mlp(tokens: int = 512, width: int = 768, hidden: int = 3072) -> str:
 """
 
 
-def _conv_bn(name: str, source: str, batch: int, channels: int, size: int) -> tuple[str, str]:
-    x, w, c = _t(batch, channels, size, size), _t(channels, channels, 3, 3), _t(channels)
-    conv = f"graph.conv2d %{source}, %{name}_w padding = [1, 1, 1, 1] : ({x}, {w}) -> {x}"
+def _conv_bn(
+    name: str, source: str, batch: int, channels: int, size: int, groups: int = 1
+) -> tuple[str, str]:
+    x, c = _t(batch, channels, size, size), _t(channels)
+    w = _t(channels, channels // groups, 3, 3)
+    grouped = f" groups = {groups}" if groups > 1 else ""
+    conv = f"graph.conv2d %{source}, %{name}_w padding = [1, 1, 1, 1]{grouped} : ({x}, {w}) -> {x}"
     stats = f"%{name}_c, %{name}_g, %{name}_b, %{name}_m, %{name}_v epsilon = 1.0e-05"
     bn = f"graph.batch_norm {stats} : ({x}, {c}, {c}, {c}, {c}) -> {x}"
     text = f"  %{name}_c = {conv}\n  %{name} = {bn}\n"
@@ -72,14 +76,24 @@ def _conv_bn(name: str, source: str, batch: int, channels: int, size: int) -> tu
     return text, args
 
 
-def conv_bn_relu(batch: int = 8, channels: int = 64, size: int = 56) -> str:
+def conv_bn_relu(batch: int = 8, channels: int = 64, size: int = 56, groups: int = 1) -> str:
     x = _t(batch, channels, size, size)
-    body, args = _conv_bn("bn1", "x", batch, channels, size)
+    body, args = _conv_bn("bn1", "x", batch, channels, size, groups)
     return f"""func.func @main(%x: {x}, {args}) -> {x} {{
 {body}  %y = graph.relu %bn1 : {x}
   func.return %y : {x}
 }}
 """
+
+
+def grouped_conv_bn_relu(batch: int = 4, channels: int = 128, size: int = 28) -> str:
+    """A RegNet-style grouped 3x3 convolution: 4 groups of 32 channels."""
+    return conv_bn_relu(batch, channels, size, groups=4)
+
+
+def depthwise_conv_bn_relu(batch: int = 8, channels: int = 144, size: int = 56) -> str:
+    """A MobileNetV2-style depthwise 3x3 convolution (one channel per group)."""
+    return conv_bn_relu(batch, channels, size, groups=channels)
 
 
 def resnet_block(batch: int = 8, channels: int = 64, size: int = 56) -> str:
@@ -166,6 +180,8 @@ WORKLOADS = {
     "layernorm [4096x1024]": (layernorm, True),
     "MLP 512x768x3072": (mlp, False),
     "conv3x3 64->64 [8,64,56,56]+bn+relu": (conv_bn_relu, False),
+    "grouped conv3x3 g=4 [4,128,28,28]+bn+relu": (grouped_conv_bn_relu, False),
+    "depthwise conv3x3 [8,144,56,56]+bn+relu": (depthwise_conv_bn_relu, False),
     "ResNet basic block [8,64,56,56]": (resnet_block, False),
     "attention [8,12,128,64]": (attention, False),
     "BERT-base layer (4x128)": (bert_layer, False),

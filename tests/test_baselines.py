@@ -30,6 +30,8 @@ SMALL: dict[str, dict[str, int]] = {
     "layernorm": {"n": 8, "m": 16},
     "mlp": {"tokens": 8, "width": 16, "hidden": 32},
     "conv_bn_relu": {"batch": 2, "channels": 4, "size": 9},
+    "grouped_conv_bn_relu": {"batch": 2, "channels": 8, "size": 9},
+    "depthwise_conv_bn_relu": {"batch": 2, "channels": 4, "size": 9},
     "resnet_block": {"batch": 2, "channels": 4, "size": 9},
     "attention": {"batch": 2, "heads": 2, "seq": 8, "dim": 4},
     "bert_layer": {"batch": 2, "seq": 8, "width": 16, "heads": 2},
