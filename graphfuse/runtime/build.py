@@ -119,14 +119,19 @@ libgcc from GCC 13 have it, older libgcc does not, and the library would not loa
 module that still holds bfloat after `opt` carries its own (weak, hidden) copy."""
 
 
-def mlir_opt_passes(upstream: str, threads: int = 1) -> list[str]:
+def mlir_opt_stages(upstream: str, threads: int = 1) -> list[list[str]]:
+    """The mlir-opt runs from upstream MLIR to the LLVM dialect: one, or with threads two,
+    between which `parallel.schedule_dynamically` rewrites the OpenMP loops' schedule."""
     passes = list(MLIR_TO_LLVM_DIALECT)
     if "bf16" in upstream:
         passes.insert(passes.index("--expand-strided-metadata"), BF16_EXPANSION)
-    if _parallel(upstream, threads):
-        at = passes.index("--convert-scf-to-cf")
-        passes[at:at] = parallel.openmp_passes(threads)
-    return passes
+    if not _parallel(upstream, threads):
+        return [passes]
+    at = passes.index("--convert-scf-to-cf")
+    return [
+        [*passes[:at], *parallel.openmp_conversion(threads)],
+        [*parallel.after_openmp_conversion(), *passes[at:]],
+    ]
 
 
 def _parallel(upstream: str, threads: int) -> bool:
@@ -150,8 +155,12 @@ def parallel_runtime() -> Path:
 
 def to_llvm_dialect(upstream: str, threads: int = 1) -> str:
     """Upstream MLIR text -> LLVM dialect text."""
-    passes = mlir_opt_passes(upstream, threads)
-    return run_tool("lowering to the LLVM dialect", "mlir-opt", passes, upstream).decode()
+    text = upstream
+    for n, passes in enumerate(mlir_opt_stages(upstream, threads)):
+        if n > 0:
+            text = parallel.schedule_dynamically(text)
+        text = run_tool("lowering to the LLVM dialect", "mlir-opt", passes, text).decode()
+    return text
 
 
 def to_llvm_ir(upstream: str, target: CpuTarget) -> str:
@@ -179,7 +188,8 @@ def _fingerprint(upstream: str, target: CpuTarget) -> str:
     digest.update(repr((target.triple, target.resolved_cpu(), target.opt_level)).encode())
     for tool in ("mlir-opt", "opt", "llc"):
         digest.update(tool_version(require_tool(tool)).encode())
-    digest.update(" ".join(mlir_opt_passes(upstream, target.threads)).encode())
+    for passes in mlir_opt_stages(upstream, target.threads):
+        digest.update(" ".join(passes).encode())
     if _parallel(upstream, target.threads):
         # The library finds the runtime by an absolute rpath into this cache.
         digest.update(str(cache_dir() / parallel.runtime_name()).encode())

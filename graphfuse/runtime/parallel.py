@@ -19,20 +19,31 @@ import re
 from importlib import resources
 
 _KMPC_CALL = re.compile(r"@__kmpc_")
+_STATIC_LOOP = re.compile(r"omp\.wsloop\s*\{")
 _SOURCE = "parallel_runtime.c"
 
 
-def openmp_passes(threads: int) -> list[str]:
-    """mlir-opt passes that turn `scf.parallel` into OpenMP loops on `threads` workers.
+def openmp_conversion(threads: int) -> list[str]:
+    """mlir-opt passes that turn `scf.parallel` into OpenMP loops on `threads` workers (they
+    run before `scf` is lowered to `cf`). Canonicalising inlines the `memref.alloca_scope`
+    the conversion wraps each body in, where the body allocates nothing."""
+    return [f"--convert-scf-to-openmp=num-threads={threads}", "--canonicalize"]
 
-    They run before `scf` is lowered to `cf`. Canonicalising after the conversion inlines
-    the `memref.alloca_scope` it wraps each body in where the body allocates nothing; the
-    scopes that stay (bodies with stack tiles) are lowered to stack save/restore by
-    `finalize-memref-to-llvm`, which must therefore also run before `scf` becomes `cf` (an
-    alloca scope holds one block)."""
+
+def schedule_dynamically(text: str) -> str:
+    """Give every OpenMP loop a dynamic schedule (the conversion leaves them static): on a
+    shared or noisy machine a statically split loop waits for its slowest member, where
+    dynamic chunks (guided, in the runtime) let the others take its share. Softmax
+    4096x1024 on 2 threads spent 8.8% of its time at the closing barrier."""
+    return _STATIC_LOOP.sub("omp.wsloop schedule(dynamic) {", text)
+
+
+def after_openmp_conversion() -> list[str]:
+    """The OpenMP dialect to LLVM, before `scf` becomes `cf`. The alloca scopes that stay
+    (bodies with stack tiles) are lowered to stack save/restore by
+    `finalize-memref-to-llvm`, which therefore runs here too (an alloca scope holds one
+    block, and `scf-to-cf` would give it several)."""
     return [
-        f"--convert-scf-to-openmp=num-threads={threads}",
-        "--canonicalize",
         "--convert-math-to-funcs=convert-ctlz=false",
         "--expand-strided-metadata",
         "--convert-openmp-to-llvm",

@@ -35,6 +35,12 @@ struct team {
   int argc;
   void *args[8];
   int size;
+  /* The region's dynamically scheduled loop (iterations [first, last], 1-based as
+   * OpenMPIRBuilder normalises them): chunks are taken from `next` by compare-and-swap. */
+  atomic_int loop_state; /* 0: not set up, 1: being set up, 2: ready */
+  uint64_t last;
+  uint64_t chunk;
+  _Atomic uint64_t next;
 };
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER; /* held by the team's master */
@@ -51,6 +57,8 @@ static atomic_ulong barrier_phase;         /* bumped when the last member arrive
 
 static _Thread_local int32_t my_id;        /* this thread's member number in its team */
 static _Thread_local int my_team_size = 1; /* 1 outside any region */
+static _Thread_local struct team *my_team; /* the team this thread is running a member of */
+static _Thread_local int my_loops;         /* dynamic loops this member has entered */
 static _Thread_local int32_t pushed_threads;
 
 static inline void cpu_relax(void) {
@@ -59,8 +67,12 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static void run_member(const struct team *team, int32_t id) {
+static void run_member(struct team *team, int32_t id) {
   int32_t gtid = id, btid = 0;
+  struct team *outer_team = my_team;
+  int outer_loops = my_loops;
+  my_team = team;
+  my_loops = 0;
   void **a = (void **)team->args;
   switch (team->argc) {
   case 0: team->task(&gtid, &btid); break;
@@ -73,6 +85,8 @@ static void run_member(const struct team *team, int32_t id) {
   case 7: team->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
   default: team->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
   }
+  my_team = outer_team;
+  my_loops = outer_loops;
 }
 
 static unsigned long start_generation[GF_MAX_THREADS]; /* as of each worker's creation */
@@ -151,7 +165,7 @@ GF_EXPORT void graphfuse_kmpc_push_num_threads(void *loc, int32_t gtid, int32_t 
 
 GF_EXPORT void graphfuse_kmpc_fork_call(void *loc, int32_t argc, microtask_t task, ...) {
   (void)loc;
-  struct team team = {.task = task, .argc = argc, .size = 1};
+  struct team team = {.task = task, .argc = argc, .size = 1, .loop_state = 0};
   if (argc > 8) {
     fprintf(stderr, "graphfuse parallel runtime: a parallel region with %d arguments (at most 8)\n", argc);
     abort();
@@ -173,7 +187,12 @@ GF_EXPORT void graphfuse_kmpc_fork_call(void *loc, int32_t argc, microtask_t tas
     return;
   }
   team.size = grow_pool(wanted);
-  current = team;
+  current.task = team.task;
+  current.argc = team.argc;
+  for (int i = 0; i < argc; i++)
+    current.args[i] = team.args[i];
+  current.size = team.size;
+  atomic_store(&current.loop_state, 0);
   atomic_store_explicit(&team_size, team.size, memory_order_relaxed);
   atomic_store(&barrier_count, 0);
   atomic_store(&unfinished, team.size - 1);
@@ -185,7 +204,7 @@ GF_EXPORT void graphfuse_kmpc_fork_call(void *loc, int32_t argc, microtask_t tas
   }
   my_id = 0;
   my_team_size = team.size;
-  run_member(&team, 0);
+  run_member(&current, 0);
   while (atomic_load_explicit(&unfinished, memory_order_acquire) > 0)
     cpu_relax();
   my_id = outer_id;
@@ -241,3 +260,78 @@ GF_EXPORT void graphfuse_kmpc_for_static_fini(void *loc, int32_t gtid) {
   (void)loc;
   (void)gtid;
 }
+
+/* Dynamic schedules (what `omp.wsloop schedule(dynamic)` calls; graphfuse asks for it so
+ * that a member slowed by the machine does not hold the others at the region's end).
+ * Chunks are guided: a member takes 1/(2 x team size) of what is left, at least the
+ * requested chunk, so a loop is handed out in a few dozen pieces whatever its length.
+ * graphfuse's regions hold one worksharing loop each (one per scf.parallel). */
+static void dispatch_init(int32_t schedule, uint64_t first, uint64_t last, int64_t incr,
+                          uint64_t chunk) {
+  struct team *team = my_team;
+  if (team == NULL || incr != 1 || my_loops++ > 0) {
+    fprintf(stderr, "graphfuse parallel runtime: unsupported loop (schedule %d, step %lld, "
+            "or a second loop in one region)\n", schedule, (long long)incr);
+    abort();
+  }
+  int expected = 0;
+  if (atomic_compare_exchange_strong(&team->loop_state, &expected, 1)) {
+    team->last = last;
+    team->chunk = chunk < 1 ? 1 : chunk;
+    atomic_store(&team->next, first);
+    atomic_store_explicit(&team->loop_state, 2, memory_order_release);
+    return;
+  }
+  while (atomic_load_explicit(&team->loop_state, memory_order_acquire) != 2)
+    cpu_relax();
+}
+
+static int dispatch_next(int32_t *is_last, uint64_t *lower, uint64_t *upper) {
+  struct team *team = my_team;
+  uint64_t start = atomic_load(&team->next);
+  for (;;) {
+    if (start > team->last)
+      return 0;
+    uint64_t left = team->last - start + 1;
+    uint64_t size = left / (2 * (uint64_t)team->size);
+    size = size < team->chunk ? team->chunk : size;
+    size = size > left ? left : size;
+    if (atomic_compare_exchange_weak(&team->next, &start, start + size)) {
+      *lower = start;
+      *upper = start + size - 1;
+      *is_last = *upper == team->last;
+      return 1;
+    }
+  }
+}
+
+#define DISPATCH(SUFFIX, T)                                                                  \
+  GF_EXPORT void graphfuse_kmpc_dispatch_init_##SUFFIX(void *loc, int32_t gtid,              \
+                                                       int32_t schedule, T first, T last,   \
+                                                       T incr, T chunk) {                   \
+    (void)loc;                                                                               \
+    (void)gtid;                                                                              \
+    dispatch_init(schedule, (uint64_t)first, (uint64_t)last, (int64_t)incr, (uint64_t)chunk);\
+  }                                                                                          \
+  GF_EXPORT int32_t graphfuse_kmpc_dispatch_next_##SUFFIX(void *loc, int32_t gtid,           \
+                                                          int32_t *is_last, T *lower,       \
+                                                          T *upper, T *stride) {            \
+    (void)loc;                                                                               \
+    (void)gtid;                                                                              \
+    uint64_t lo, hi;                                                                         \
+    if (!dispatch_next(is_last, &lo, &hi))                                                   \
+      return 0;                                                                              \
+    *lower = (T)lo;                                                                          \
+    *upper = (T)hi;                                                                          \
+    *stride = 1;                                                                             \
+    return 1;                                                                                \
+  }                                                                                          \
+  GF_EXPORT void graphfuse_kmpc_dispatch_fini_##SUFFIX(void *loc, int32_t gtid) {            \
+    (void)loc;                                                                               \
+    (void)gtid;                                                                              \
+  }
+
+DISPATCH(4, int32_t)
+DISPATCH(4u, uint32_t)
+DISPATCH(8, int64_t)
+DISPATCH(8u, uint64_t)

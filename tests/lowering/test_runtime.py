@@ -326,13 +326,14 @@ def test_large_constants_are_loaded_not_built_in(tmp_path):
 
 
 def test_threaded_kernels_call_graphfuse_parallel_runtime():
-    """scf.parallel becomes an OpenMP loop whose runtime calls are graphfuse's own (no
-    libomp entry point is left to bind to another runtime in the process)."""
+    """scf.parallel becomes an OpenMP loop, dynamically scheduled, whose runtime calls are
+    graphfuse's own (no libomp entry point is left to bind to another runtime in the
+    process)."""
     from graphfuse.compiler import CompileOptions, Stage, lower_to
 
     llvm_ir = lower_to(parse(BIG_ADD), Stage.LLVM, CompileOptions(threads=2))
     assert "@graphfuse_kmpc_fork_call(" in llvm_ir
-    assert "graphfuse_kmpc_for_static_init_8u" in llvm_ir
+    assert "graphfuse_kmpc_dispatch_next_8u" in llvm_ir
     assert "__kmpc_" not in llvm_ir
 
 
