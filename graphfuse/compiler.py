@@ -143,12 +143,14 @@ def _to_upstream_module(module: ModuleOp, parallel: bool) -> None:
     from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
     from graphfuse.lowering.invariant_reciprocals import InvariantReciprocalsPass
     from graphfuse.lowering.matmul_tiling import TileMatmulPass
+    from graphfuse.lowering.prefetch_rows import PrefetchRowsPass
     from graphfuse.lowering.split_epilogues import SplitEpiloguesPass
 
     ctx = make_context()
     TileMatmulPass(threads=parallel).apply(ctx, module)
     SplitEpiloguesPass().apply(ctx, module)
     ConvertLoopToUpstreamPass(parallel=parallel).apply(ctx, module)
+    PrefetchRowsPass().apply(ctx, module)
     InvariantReciprocalsPass().apply(ctx, module)
     ApproximateMathPass().apply(ctx, module)
 

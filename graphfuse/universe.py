@@ -47,6 +47,12 @@ def _get_graph_split_grouped_conv() -> type[ModulePass]:
     return SplitGroupedConvPass
 
 
+def _get_prefetch_rows() -> type[ModulePass]:
+    from graphfuse.lowering.prefetch_rows import PrefetchRowsPass
+
+    return PrefetchRowsPass
+
+
 def _get_graph_simplify() -> type[ModulePass]:
     from graphfuse.passes.graph_simplify import GraphSimplifyPass
 
@@ -117,6 +123,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-loop-to-gpu": _get_convert_loop_to_gpu,
     "graphfuse-approximate-math": _get_approximate_math,
     "graphfuse-invariant-reciprocals": _get_invariant_reciprocals,
+    "graphfuse-prefetch-rows": _get_prefetch_rows,
     "loop-split-epilogues": _get_split_epilogues,
     "loop-tile-matmul": _get_tile_matmul,
 }
