@@ -84,7 +84,8 @@ def _slice(value: SSAValue, dim: int, start: int, size: int) -> graph.SliceOp:
 class SplitGroupedConv(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.Conv2dOp, rewriter: PatternRewriter) -> None:
-        if not worth_splitting(op):
+        # Not inside a kernel: fusing a fused module again must change nothing.
+        if not worth_splitting(op) or isinstance(op.parent_op(), graph.FusedOp):
             return
         groups = op.groups.value.data
         filters, group_channels = shape_of(op.weight)[:2]

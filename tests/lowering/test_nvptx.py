@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import graphfuse
-from graphfuse.compiler import CompileOptions, Stage, lower_to
+from graphfuse.compiler import CompileOptions, Stage, fuse, lower_to
 from graphfuse.parsing import parse_text
 from graphfuse.random_graphs import random_graph
 from graphfuse.runtime.cuda_driver import CudaError, Driver
@@ -52,7 +52,10 @@ def _kernels(ptx_listing: str) -> dict[str, str]:
 
 def _check_ptx(text: str, where: str, name: str, tmp_path: Path) -> None:
     module = parse_text(text, where)
-    loop_kernels = lower_to(module.clone(), Stage.LOOP).count("loop.kernel @")
+    # Fused as for the GPU (grouped convolutions are split for the CPU build only).
+    fused_for_gpu = module.clone()
+    fuse(fused_for_gpu, CompileOptions(), cpu=False)
+    loop_kernels = lower_to(fused_for_gpu, Stage.LOOP).count("loop.kernel @")
     kernels = _kernels(lower_to(module, Stage.PTX, CompileOptions()))
     assert len(kernels) == loop_kernels
     for kernel, ptx in kernels.items():

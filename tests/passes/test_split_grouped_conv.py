@@ -109,3 +109,15 @@ def test_the_gpu_build_keeps_grouped_convolutions_whole() -> None:
     assert "graph.concat" not in graph_for_gpu
     cpu_graph = lower_to(parse_text(text, "cpu"), Stage.GRAPH, CompileOptions())
     assert "graph.concat" in cpu_graph
+
+
+def test_fusing_a_fused_module_again_splits_nothing_inside_kernels() -> None:
+    """The GPU's fused graph (grouped convolutions whole, inside kernels) lowered through the
+    CPU path's fuse keeps its kernels as they are: fuse stays idempotent."""
+    from graphfuse.compiler import fuse
+
+    module = parse_text(_grouped(2, 32, 48, (20, 20), 2), "fused")
+    fuse(module, CompileOptions(), cpu=False)
+    before = str(module)
+    fuse(module, CompileOptions())
+    assert str(module) == before and "groups = 2" in before
