@@ -133,8 +133,27 @@ static int default_threads(void) {
   return cores < 1 ? 1 : (int)cores;
 }
 
+/* In a child of fork() only the forking thread exists: forget the parent's workers (a
+ * team would wait for them forever) and any lock a parent thread held. */
+static void forget_pool_after_fork(void) {
+  workers = 0;
+  pthread_mutex_init(&pool_lock, NULL);
+  pthread_mutex_init(&sleep_lock, NULL);
+  pthread_cond_init(&sleep_cond, NULL);
+  atomic_store(&sleepers, 0);
+  atomic_store(&unfinished, 0);
+  my_id = 0;
+  my_team_size = 1;
+  my_team = NULL;
+}
+
+static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
+
+static void install_fork_handler(void) { pthread_atfork(NULL, NULL, forget_pool_after_fork); }
+
 /* Start workers 1..size-1; returns how many members a team can have. */
 static int grow_pool(int size) {
+  pthread_once(&fork_handler_once, install_fork_handler);
   if (size > GF_MAX_THREADS)
     size = GF_MAX_THREADS;
   while (workers + 1 < size) {
@@ -196,7 +215,9 @@ GF_EXPORT void graphfuse_kmpc_fork_call(void *loc, int32_t argc, microtask_t tas
   atomic_store_explicit(&team_size, team.size, memory_order_relaxed);
   atomic_store(&barrier_count, 0);
   atomic_store(&unfinished, team.size - 1);
-  atomic_fetch_add_explicit(&generation, 1, memory_order_release);
+  /* Sequentially consistent, like the sleepers count a worker raises before it last looks
+   * at `generation`: either the worker sees this region or this thread sees it asleep. */
+  atomic_fetch_add(&generation, 1);
   if (atomic_load(&sleepers) > 0) {
     pthread_mutex_lock(&sleep_lock);
     pthread_cond_broadcast(&sleep_cond);

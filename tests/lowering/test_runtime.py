@@ -380,3 +380,24 @@ def test_threaded_functions_called_from_several_threads_at_once():
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(run, inputs))
+
+
+def test_threaded_function_runs_in_a_forked_child():
+    """After fork() only the calling thread exists in the child: the runtime forgets the
+    parent's workers and starts its own instead of waiting for them forever."""
+    import os
+    import signal
+
+    from graphfuse.compiler import CompileOptions
+
+    compiled = graphfuse.compile(parse(BIG_ADD), options=CompileOptions(threads=2))
+    x = np.random.default_rng(2).standard_normal((256, 256)).astype(np.float32)
+    y = np.ones(256, np.float32)
+    np.testing.assert_array_equal(compiled(x, y), x + y)  # the parent's pool is running
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through its exit status
+        signal.alarm(20)
+        ok = all(np.array_equal(compiled(x, y), x + y) for _ in range(10))
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(child, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"child status {status}"
