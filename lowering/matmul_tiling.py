@@ -68,6 +68,7 @@ from graphfuse.lowering.contractions import (
 )
 from graphfuse.lowering.loop_indexing import delinearize, index
 from graphfuse.lowering.tile_epilogue import LANES, emit_vector_epilogue, vector_epilogue_fits
+from graphfuse.lowering.transposed_pack import transposable_load, transpose8
 
 MR = 6
 NR = 16
@@ -310,6 +311,10 @@ class _Tiler:
         first, last_panel = em.chunk(group, PACK_PANELS, self.panels)
         mapping = self._batch(em, slot) if self.b_batched else {}
         columns_fastest = self._columns_fastest()
+        load = None if columns_fastest else transposable_load(found, NR)
+        if load is not None:
+            self._pack_b_transposed(em, slot, (first, last_panel), mapping, load)
+            return
         outer, reduction, k = self._over_reduction(em) if columns_fastest else (em, {}, None)
         _, panels = outer.loop(first, last_panel)
         _, lane = panels.loop(panels.const(0), panels.const(NR))
@@ -331,6 +336,54 @@ class _Tiler:
             value = last.add(arith.SelectOp(inside, value, zero))
         last.put(memref.StoreOp.get(value, self.packed_b, [slot, p, k, c]))
         self._close(last, em)
+
+    def _pack_b_transposed(
+        self,
+        em: _Emitter,
+        slot: SSAValue,
+        panels: tuple[SSAValue, SSAValue],
+        mapping: Mapping,
+        load: loop.LoadOp,
+    ) -> None:
+        """`_pack_b` for a channels-last B (`transposed_pack`): per panel, half panel of 8
+        columns, outer reduction index and block of 8 innermost ones, 8 vector loads, one
+        8x8 transpose, 8 vector stores of panel rows."""
+        found = self.found
+        _, panel = em.loop(*panels)
+        _, half = panel.loop(panel.const(0), panel.const(NR // LANES))
+        p, h = panel.block.args[0], half.block.args[0]
+        args, shape = found.reduce.body.block.args, found.reduce.shape
+        inner, linear = half, half.const(0)
+        reduction: dict[SSAValue, SSAValue] = {}
+        for arg, extent in zip(args[:-1], shape[:-1], strict=True):
+            _, inner = inner.loop(inner.const(0), inner.const(extent))
+            reduction[arg] = inner.block.args[0]
+            scaled = inner.add(arith.MuliOp(linear, inner.const(extent)))
+            linear = inner.add(arith.AddiOp(scaled, inner.block.args[0]))
+        _, block = inner.loop(inner.const(0), inner.const(shape[-1] // LANES))
+        start = block.add(arith.MuliOp(block.block.args[0], block.const(LANES)))
+        reduction[args[-1]] = start
+        first_k = block.add(
+            arith.AddiOp(block.add(arith.MuliOp(linear, block.const(shape[-1]))), start)
+        )
+        lane0 = block.add(arith.MuliOp(h, block.const(LANES)))
+        base = block.add(arith.AddiOp(block.add(arith.MuliOp(p, block.const(NR))), lane0))
+        rows: list[SSAValue] = []
+        for offset in range(LANES):
+            column = block.add(arith.AddiOp(base, block.const(offset)))
+            local: dict[SSAValue, SSAValue] = {**mapping, **reduction}
+            columns = block.split(column, self._dims(found.columns))
+            local.update(zip(found.args(found.columns), columns, strict=True))
+            for op in found.b.chain:
+                if op is not load:
+                    block.put(op.clone(value_mapper=local))
+            indices = [local.get(i, i) for i in load.indices]
+            source = local.get(load.buffer, load.buffer)
+            rows.append(block.add(vector.LoadOp(source, indices, _VEC)))
+        for q, column_values in enumerate(transpose8(block.add, rows)):
+            k = block.add(arith.AddiOp(first_k, block.const(q)))
+            block.put(vector.StoreOp(column_values, self.packed_b, [slot, p, k, lane0]))
+        self._close(block, em)
 
     def _task(self, em: _Emitter, number: SSAValue) -> None:
         """Task `number`: (batch point, row block, panel block), row-major. For each panel

@@ -124,6 +124,37 @@ def test_tiled_convolution_matches_reference(
     compile_and_compare(parse_text(text, "conv"), options=options)
 
 
+TRANSPOSED_PACKS = [
+    (2, 16, 24, 12, 1, 1, 1),  # 2 channel blocks of 8, 18 panels
+    (2, 8, 16, 15, 2, 1, 1),  # stride 2: output 8x8
+    (1, 24, 8, 12, 1, 2, 2),  # dilation 2, padding 2, 3 channel blocks
+    (4, 8, 16, 6, 1, 1, 1),  # rows of 6: panels cross output rows and images
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("conv", TRANSPOSED_PACKS, ids=[str(c) for c in TRANSPOSED_PACKS])
+def test_channels_last_panels_are_packed_by_8x8_transposes(
+    conv: tuple[int, int, int, int, int, int, int], threads: int
+) -> None:
+    """Channels a multiple of 8 and full panels: the im2col panels are packed from the
+    NHWC copy 8 channels x 8 points at a time (24 shuffles per block); same results."""
+    text = _conv_bn_relu(*conv)
+    upstream = lower_to(parse_text(text, "conv"), Stage.UPSTREAM, CompileOptions(threads=threads))
+    assert upstream.count("vector.shuffle") == 24
+    compile_and_compare(parse_text(text, "conv"), options=CompileOptions(threads=threads))
+
+
+@pytest.mark.parametrize(
+    "conv", [(1, 8, 16, 17, 1, 1, 1), (2, 12, 16, 12, 1, 1, 1)], ids=["N=289", "C=12"]
+)
+def test_panels_needing_clamps_or_partial_channel_blocks_pack_point_by_point(
+    conv: tuple[int, int, int, int, int, int, int],
+) -> None:
+    upstream = lower_to(parse_text(_conv_bn_relu(*conv), "conv"), Stage.UPSTREAM)
+    assert "vector.fma" in upstream and "vector.shuffle" not in upstream
+
+
 def test_vector_epilogue_only_where_8_columns_are_neighbours() -> None:
     """Output rows of 16 take vector stores; rows of 6 (8 columns from a multiple of 8
     would run into the next row, and across images, whose channels lie between) keep
