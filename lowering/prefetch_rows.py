@@ -11,9 +11,9 @@ first pass of row i this pass issues one `memref.prefetch` per 64-byte line of r
 (clamped to the last row), so the next row arrives while row i's exp or variance is
 computed: softmax 4096x1024 on two threads 1.70 -> 1.43 ms, best of 100.
 
-A row loop is an `scf.parallel` or `scf.for` whose body holds two or more `scf.for` loops
-over the same full last dimension that load `buffer[outer indices..., j]`, j being their
-own induction variable. Rows shorter than MIN_ROW_BYTES (consecutive rows then share pages
+A row loop is an outermost `scf.parallel` or `scf.for` whose body holds two or more
+`scf.for` loops that load `buffer[outer indices..., j]`, j being their own induction
+variable; the whole next row of `buffer` is prefetched. Rows shorter than MIN_ROW_BYTES (consecutive rows then share pages
 and the hardware prefetcher follows them) and buffers smaller than MIN_BUFFER_BYTES
 (they stay in cache between calls) are left alone.
 """
