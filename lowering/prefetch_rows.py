@@ -13,9 +13,9 @@ computed: softmax 4096x1024 on two threads 1.70 -> 1.43 ms, best of 100.
 
 A row loop is an outermost `scf.parallel` or `scf.for` whose body holds two or more
 `scf.for` loops that load `buffer[outer indices..., j]`, j being their own induction
-variable; the whole next row of `buffer` is prefetched. Rows shorter than MIN_ROW_BYTES (consecutive rows then share pages
-and the hardware prefetcher follows them) and buffers smaller than MIN_BUFFER_BYTES
-(they stay in cache between calls) are left alone.
+variable; the whole next row of `buffer` is prefetched. Rows shorter than MIN_ROW_BYTES
+(consecutive rows then share pages and the hardware prefetcher follows them) and buffers
+smaller than MIN_BUFFER_BYTES (they stay in cache between calls) are left alone.
 """
 
 from __future__ import annotations
