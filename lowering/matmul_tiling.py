@@ -239,19 +239,31 @@ class _Tiler:
 
     def _value(self, em: _Emitter, operand: Operand, mapping: Mapping) -> SSAValue:
         """`operand`'s load at the indices `mapping` gives (its index ops cloned)."""
-        local = dict(mapping)
-        for op in operand.chain:
-            em.put(op.clone(value_mapper=local))
+        local = self._clone_chain(em, operand, mapping)
         return local.get(operand.value, operand.value)
 
-    def _over_reduction(self, em: _Emitter) -> tuple[_Emitter, Mapping, SSAValue]:
-        """Loops over the reduction's own dimensions (no divisions per element); returns
-        the innermost body, the reduction's indices there and their linear position."""
-        args = self.found.reduce.body.block.args
+    @staticmethod
+    def _clone_chain(
+        em: _Emitter, operand: Operand, mapping: Mapping, skip: Operation | None = None
+    ) -> dict[SSAValue, SSAValue]:
+        """`mapping` extended by clones of `operand`'s ops (all but `skip`) into `em`."""
+        local = dict(mapping)
+        for op in operand.chain:
+            if op is not skip:
+                em.put(op.clone(value_mapper=local))
+        return local
+
+    def _over_reduction(
+        self, em: _Emitter, leading: int | None = None
+    ) -> tuple[_Emitter, Mapping, SSAValue]:
+        """Loops over the reduction's own dimensions (the first `leading` of them, or all;
+        no divisions per element); returns the innermost body, the reduction's indices
+        there and their linear position."""
+        args = self.found.reduce.body.block.args[:leading]
         mapping: Mapping = {}
         linear: SSAValue = em.const(0)
         inner = em
-        for arg, extent in zip(args, self.found.reduce.shape, strict=True):
+        for arg, extent in zip(args, self.found.reduce.shape[:leading], strict=True):
             _, inner = inner.loop(inner.const(0), inner.const(extent))
             mapping[arg] = inner.block.args[0]
             scaled = inner.add(arith.MuliOp(linear, inner.const(extent)))
@@ -353,13 +365,8 @@ class _Tiler:
         _, half = panel.loop(panel.const(0), panel.const(NR // LANES))
         p, h = panel.block.args[0], half.block.args[0]
         args, shape = found.reduce.body.block.args, found.reduce.shape
-        inner, linear = half, half.const(0)
-        reduction: dict[SSAValue, SSAValue] = {}
-        for arg, extent in zip(args[:-1], shape[:-1], strict=True):
-            _, inner = inner.loop(inner.const(0), inner.const(extent))
-            reduction[arg] = inner.block.args[0]
-            scaled = inner.add(arith.MuliOp(linear, inner.const(extent)))
-            linear = inner.add(arith.AddiOp(scaled, inner.block.args[0]))
+        inner, outer_reduction, linear = self._over_reduction(half, len(shape) - 1)
+        reduction = dict(outer_reduction)
         _, block = inner.loop(inner.const(0), inner.const(shape[-1] // LANES))
         start = block.add(arith.MuliOp(block.block.args[0], block.const(LANES)))
         reduction[args[-1]] = start
@@ -371,12 +378,10 @@ class _Tiler:
         rows: list[SSAValue] = []
         for offset in range(LANES):
             column = block.add(arith.AddiOp(base, block.const(offset)))
-            local: dict[SSAValue, SSAValue] = {**mapping, **reduction}
             columns = block.split(column, self._dims(found.columns))
-            local.update(zip(found.args(found.columns), columns, strict=True))
-            for op in found.b.chain:
-                if op is not load:
-                    block.put(op.clone(value_mapper=local))
+            at = {**mapping, **reduction}
+            at.update(zip(found.args(found.columns), columns, strict=True))
+            local = self._clone_chain(block, found.b, at, skip=load)
             indices = [local.get(i, i) for i in load.indices]
             source = local.get(load.buffer, load.buffer)
             rows.append(block.add(vector.LoadOp(source, indices, _VEC)))

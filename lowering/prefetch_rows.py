@@ -47,6 +47,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.hints import isa
 
+from graphfuse.lowering.loop_indexing import index
+from graphfuse.passes.kernel_stats import element_bytes
+
 MIN_ROW_BYTES = 1024
 MIN_BUFFER_BYTES = 1 << 20
 LINE_BYTES = 64
@@ -86,19 +89,14 @@ def _row_loads(loop: scf.ForOp, outer: tuple[SSAValue, ...]) -> list[memref.Load
     return found
 
 
-def _element_bytes(typ: MemRefType[Attribute]) -> int:
-    element = typ.get_element_type()
-    return element.bitwidth // 8 if isinstance(element, FixedBitwidthType) else 0
-
-
 def _worth_it(buffer: SSAValue) -> bool:
     typ = buffer.type
     if not isa(typ, MemRefType[Attribute]):
         return False
     shape = typ.get_shape()
-    width = _element_bytes(typ)
-    if width == 0 or any(d <= 0 for d in shape):
+    if not isinstance(typ.get_element_type(), FixedBitwidthType) or any(d <= 0 for d in shape):
         return False
+    width = element_bytes(typ.get_element_type())
     return shape[-1] * width >= MIN_ROW_BYTES and math.prod(shape) * width >= MIN_BUFFER_BYTES
 
 
@@ -108,26 +106,23 @@ _RowPass = tuple[scf.ForOp, SSAValue]
 def _first_reread_row(body: Block, outer: tuple[SSAValue, ...]) -> _RowPass | None:
     """The first inner loop that reads a row some later inner loop reads again."""
     loops = [op for op in body.ops if isinstance(op, scf.ForOp)]
+    rows = [[load.memref for load in _row_loads(op, outer)] for op in loops]
     for n, first in enumerate(loops):
-        for load in _row_loads(first, outer):
-            again = any(
-                load.memref in {later.memref for later in _row_loads(other, outer)}
-                for other in loops[n + 1 :]
-            )
-            if again and _worth_it(load.memref):
-                return first, load.memref
+        later = {buffer for reads in rows[n + 1 :] for buffer in reads}
+        for buffer in rows[n]:
+            if buffer in later and _worth_it(buffer):
+                return first, buffer
     return None
 
 
 def _prefetch_next_row(after: scf.ForOp, buffer: SSAValue, outer: tuple[SSAValue, ...]) -> None:
     typ = cast(MemRefType[Attribute], buffer.type)
     shape = typ.get_shape()
-    line = max(1, LINE_BYTES // _element_bytes(typ))
-    index = IndexType()
+    line = max(1, LINE_BYTES // element_bytes(typ.get_element_type()))
     ops: list[Operation] = []
 
     def const(value: int) -> SSAValue:
-        op = arith.ConstantOp(IntegerAttr(value, index))
+        op = index(value)
         ops.append(op)
         return op.result
 
@@ -137,7 +132,7 @@ def _prefetch_next_row(after: scf.ForOp, buffer: SSAValue, outer: tuple[SSAValue
     clamped = arith.MinUIOp(step.result, const(shape[len(outer) - 1] - 1))
     ops.extend([step, clamped])
     next_row = (*outer[:-1], clamped.result)
-    body = Block(arg_types=[index])
+    body = Block(arg_types=[IndexType()])
     body.add_ops([PrefetchOp(buffer, [*next_row, body.args[0]]), scf.YieldOp()])
     lines = scf.ForOp(const(0), const(shape[-1]), const(line), [], Region(body))
     ops.append(lines)

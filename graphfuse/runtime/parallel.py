@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import cache
 from importlib import resources
+
+from graphfuse.toolchain import ToolchainError
 
 _KMPC_CALL = re.compile(r"@__kmpc_")
 _STATIC_LOOP = re.compile(r"omp\.wsloop\s*\{")
@@ -34,8 +37,15 @@ def schedule_dynamically(text: str) -> str:
     """Give every OpenMP loop a dynamic schedule (the conversion leaves them static): on a
     shared or noisy machine a statically split loop waits for its slowest member, where
     dynamic chunks (guided, in the runtime) let the others take its share. Softmax
-    4096x1024 on 2 threads spent 8.8% of its time at the closing barrier."""
-    return _STATIC_LOOP.sub("omp.wsloop schedule(dynamic) {", text)
+    4096x1024 on 2 threads spent 8.8% of its time at the closing barrier. The runtime
+    implements only this schedule, so a loop printed any other way is an error here."""
+    scheduled, count = _STATIC_LOOP.subn("omp.wsloop schedule(dynamic) {", text)
+    if count != text.count("omp.wsloop"):
+        raise ToolchainError(
+            "lowering to the LLVM dialect: an OpenMP loop graphfuse's parallel runtime "
+            "cannot schedule (only plain scf.parallel loops are supported)"
+        )
+    return scheduled
 
 
 def after_openmp_conversion() -> list[str]:
@@ -60,10 +70,12 @@ def uses_runtime(llvm_ir: str) -> bool:
     return "@graphfuse_kmpc_" in llvm_ir
 
 
+@cache
 def runtime_source() -> str:
     return resources.files("graphfuse.runtime").joinpath(_SOURCE).read_text()
 
 
+@cache
 def runtime_name() -> str:
     """The runtime library's file name, which carries a hash of its source: an edited
     runtime is built afresh, and libraries linked against the old one keep theirs."""

@@ -1,8 +1,9 @@
 /* graphfuse's parallel runtime: the part of the OpenMP runtime ABI (libomp's __kmpc_*
  * entry points) that MLIR's `convert-scf-to-openmp` + `convert-openmp-to-llvm` code calls
- * for an `scf.parallel` without reductions, under graphfuse's own names (the build renames
- * `__kmpc_` to `graphfuse_kmpc_` in the kernels' LLVM IR, so another OpenMP runtime in the
- * process is neither used nor overridden).
+ * for an `scf.parallel` without reductions, dynamically scheduled (`parallel.py` sets the
+ * schedule), under graphfuse's own names (the build renames `__kmpc_` to `graphfuse_kmpc_`
+ * in the kernels' LLVM IR, so another OpenMP runtime in the process is neither used nor
+ * overridden).
  *
  * Why not MLIR's async runtime or libomp: the async runtime wakes sleeping workers through
  * condition variables for every parallel loop and oversubscribes the cores (caller plus a
@@ -56,8 +57,7 @@ static atomic_int barrier_count;           /* arrivals at the team barrier */
 static atomic_ulong barrier_phase;         /* bumped when the last member arrives */
 
 static _Thread_local int32_t my_id;        /* this thread's member number in its team */
-static _Thread_local int my_team_size = 1; /* 1 outside any region */
-static _Thread_local struct team *my_team; /* the team this thread is running a member of */
+static _Thread_local struct team *my_team; /* the team it runs a member of (NULL: none) */
 static _Thread_local int my_loops;         /* dynamic loops this member has entered */
 static _Thread_local int32_t pushed_threads;
 
@@ -70,8 +70,10 @@ static inline void cpu_relax(void) {
 static void run_member(struct team *team, int32_t id) {
   int32_t gtid = id, btid = 0;
   struct team *outer_team = my_team;
+  int32_t outer_id = my_id;
   int outer_loops = my_loops;
   my_team = team;
+  my_id = id;
   my_loops = 0;
   void **a = (void **)team->args;
   switch (team->argc) {
@@ -86,6 +88,7 @@ static void run_member(struct team *team, int32_t id) {
   default: team->task(&gtid, &btid, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
   }
   my_team = outer_team;
+  my_id = outer_id;
   my_loops = outer_loops;
 }
 
@@ -117,11 +120,7 @@ static void *worker_main(void *arg) {
     seen = atomic_load_explicit(&generation, memory_order_acquire);
     int size = atomic_load_explicit(&team_size, memory_order_relaxed);
     if (id < size) { /* the master waits for members only, so `current` is stable here */
-      my_id = id;
-      my_team_size = size;
       run_member(&current, id);
-      my_team_size = 1;
-      my_id = 0;
       atomic_fetch_sub_explicit(&unfinished, 1, memory_order_release);
     }
   }
@@ -143,7 +142,6 @@ static void forget_pool_after_fork(void) {
   atomic_store(&sleepers, 0);
   atomic_store(&unfinished, 0);
   my_id = 0;
-  my_team_size = 1;
   my_team = NULL;
 }
 
@@ -196,13 +194,9 @@ GF_EXPORT void graphfuse_kmpc_fork_call(void *loc, int32_t argc, microtask_t tas
   va_end(ap);
   int wanted = pushed_threads > 0 ? pushed_threads : default_threads();
   pushed_threads = 0;
-  int outer_id = my_id, outer_size = my_team_size;
-  if (wanted <= 1 || outer_size > 1 || pthread_mutex_trylock(&pool_lock) != 0) {
-    my_id = 0;
-    my_team_size = 1;
+  int nested = my_team != NULL && my_team->size > 1;
+  if (wanted <= 1 || nested || pthread_mutex_trylock(&pool_lock) != 0) {
     run_member(&team, 0);
-    my_id = outer_id;
-    my_team_size = outer_size;
     return;
   }
   team.size = grow_pool(wanted);
@@ -223,20 +217,16 @@ GF_EXPORT void graphfuse_kmpc_fork_call(void *loc, int32_t argc, microtask_t tas
     pthread_cond_broadcast(&sleep_cond);
     pthread_mutex_unlock(&sleep_lock);
   }
-  my_id = 0;
-  my_team_size = team.size;
   run_member(&current, 0);
   while (atomic_load_explicit(&unfinished, memory_order_acquire) > 0)
     cpu_relax();
-  my_id = outer_id;
-  my_team_size = outer_size;
   pthread_mutex_unlock(&pool_lock);
 }
 
 GF_EXPORT void graphfuse_kmpc_barrier(void *loc, int32_t gtid) {
   (void)loc;
   (void)gtid;
-  int size = my_team_size;
+  int size = my_team != NULL ? my_team->size : 1;
   if (size <= 1)
     return;
   unsigned long phase = atomic_load_explicit(&barrier_phase, memory_order_acquire);
@@ -249,38 +239,6 @@ GF_EXPORT void graphfuse_kmpc_barrier(void *loc, int32_t gtid) {
     cpu_relax();
 }
 
-/* Static schedule without chunks (kmp_sch_static = 34): member t of T gets one contiguous
- * block of the normalised iteration space [*lower, *upper] (inclusive, step `incr`). */
-#define STATIC_INIT(NAME, T)                                                                 \
-  GF_EXPORT void NAME(void *loc, int32_t gtid, int32_t schedule, int32_t *last, T *lower,      \
-                      T *upper, T *stride, T incr, T chunk) {                                 \
-    (void)loc;                                                                               \
-    (void)gtid;                                                                              \
-    (void)chunk;                                                                             \
-    if (schedule != 34) {                                                                    \
-      fprintf(stderr, "graphfuse parallel runtime: schedule %d is not supported\n", schedule); \
-      abort();                                                                               \
-    }                                                                                        \
-    T trips = incr > 0 ? (T)((*upper - *lower) / incr + 1) : (T)((*lower - *upper) / -incr + 1); \
-    T members = (T)my_team_size, id = (T)my_id;                                              \
-    T share = trips / members, extra = trips % members;                                      \
-    T first = id * share + (id < extra ? id : extra);                                        \
-    T count = share + (id < extra ? 1 : 0);                                                  \
-    *last = count > 0 && first + count == trips;                                             \
-    *stride = trips * incr;                                                                  \
-    *lower = *lower + first * incr;                                                          \
-    *upper = count > 0 ? *lower + (count - 1) * incr : *lower - incr;                        \
-  }
-
-STATIC_INIT(graphfuse_kmpc_for_static_init_4, int32_t)
-STATIC_INIT(graphfuse_kmpc_for_static_init_4u, uint32_t)
-STATIC_INIT(graphfuse_kmpc_for_static_init_8, int64_t)
-STATIC_INIT(graphfuse_kmpc_for_static_init_8u, uint64_t)
-
-GF_EXPORT void graphfuse_kmpc_for_static_fini(void *loc, int32_t gtid) {
-  (void)loc;
-  (void)gtid;
-}
 
 /* Dynamic schedules (what `omp.wsloop schedule(dynamic)` calls; graphfuse asks for it so
  * that a member slowed by the machine does not hold the others at the region's end).

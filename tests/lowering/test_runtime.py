@@ -401,3 +401,15 @@ def test_threaded_function_runs_in_a_forked_child():
         os._exit(0 if ok else 1)
     _, status = os.waitpid(child, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"child status {status}"
+
+
+def test_openmp_loops_the_runtime_cannot_schedule_are_refused():
+    """The runtime implements dynamic schedules only: every converted loop gets one, and a
+    loop printed otherwise is a one-line build error, not a library that fails to load."""
+    from graphfuse.runtime.parallel import schedule_dynamically
+    from graphfuse.toolchain import ToolchainError
+
+    plain = "omp.wsloop {\n  omp.loop_nest ...\n}\nomp.wsloop {\n}"
+    assert schedule_dynamically(plain).count("omp.wsloop schedule(dynamic) {") == 2
+    with pytest.raises(ToolchainError, match=r"OpenMP loop graphfuse's parallel runtime cannot"):
+        schedule_dynamically("omp.wsloop schedule(static) {\n}")
