@@ -18,14 +18,17 @@ Upstream MLIR has such expansions only in a test pass; these are written here:
   where `1 - 2 / (exp(2|x|) + 1)` with a small-|x| polynomial took about 45 ops;
 - erf: the rational minimax approximation on [-4, 4] used by Eigen and XLA (x*P(x^2) /
   Q(x^2), 7 and 5 coefficients; erf(±4) = ±1 in f32; max error 4.2e-7).
-- exp: x clamped above to 89 (NaN kept), Cody-Waite range reduction x = n ln2 + r
-  (|r| <= ln2/2, ln2 split in two so n ln2 is exact, n rounded by adding 1.5 * 2^23), a
-  degree-6 polynomial 1 + r + r^2 P(r) (P is graphfuse's own Lawson-weighted minimax fit,
-  3e-9 relative error before rounding), computed as 2 exp(r) and scaled by 2^(n-1) built in
-  the exponent bits, so n = 128 stays a normal scale and exp(x > 88.72) overflows to inf
-  in the product itself. Below x < -86.99 the result is 0, flushing the few results under
-  1.7e-38. About 17 vector ops per 8 lanes (it was 22 with Cephes' degree 7, an explicit
-  * 2 and a compare-select for overflow).
+- exp: x clamped above to 89 (unless x <= 0 is known, as softmax's x - max(x) is; see
+  max_bounds) and below to -126 ln2, each as one vminps/vmaxps that keeps NaN; Cody-Waite
+  range reduction x = n ln2 + r (|r| <= ln2/2, ln2 split in two so n ln2 is exact, n
+  rounded by adding 1.5 * 2^23); a degree-6 polynomial 1 + r + r^2 P(r) (P is graphfuse's
+  own Lawson-weighted minimax fit, 3e-9 relative error before rounding), computed as
+  2 exp(r) by one Horner chain and scaled by 2^(n-1) built in the exponent bits, so
+  n = 128 stays a normal scale and exp(x > 88.72) overflows to inf in the product itself,
+  while n = -126 (every x < -86.99) makes the scale 0 and the result exactly 0, flushing
+  the few results under 1.7e-38. Max relative error 7.5e-8. About 15 vector ops per 8
+  lanes, 10 of them multiply-adds (it was 22 with Cephes' degree 7, an explicit * 2, and
+  compare-selects for overflow and underflow).
 
     math.tanh %x -> select(|x| >= 9, copysign(1, x), c P(c^2) / Q(c^2)), c = clamp(x, -9, 9)
 """
@@ -46,6 +49,8 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
     RewritePattern,
 )
+
+from graphfuse.lowering.max_bounds import at_most_zero
 
 _CONTRACT = arith.FastMathFlagsAttr((FastMathFlag.ALLOW_CONTRACT,))
 
@@ -70,7 +75,9 @@ _EXP_LN2_HIGH = 0.693359375  # 9 significant bits: n * _EXP_LN2_HIGH is exact fo
 _EXP_LN2_LOW = -2.12194440e-4
 _EXP_ROUNDER = 12582912.0  # 1.5 * 2^23
 _EXP_CLAMP = 89.0  # above log(FLT_MAX) = 88.72, below 128.5 ln2: n = 128, the product overflows
-_EXP_LOWEST = -86.98963165283203  # -125.5 ln2: round(x / ln2) >= -125, so 2^(n-1) is normal
+# -126 ln2: x clamped up to it rounds to n = -126, whose scale bits (n + 126) << 23 are 0,
+# so every x < -125.5 ln2 = -86.99 (n <= -126) gives exactly 0, and n >= -125 stays normal.
+_EXP_LOWEST = -87.3365478515625
 _ERF_P = (
     -2.72614225801306e-10,
     2.77068142495902e-08,
@@ -133,28 +140,29 @@ def _tanh(x: SSAValue) -> _Builder:
 
 def _exp(x: SSAValue) -> _Builder:
     b = _Builder()
-    # x clamped above to 89 as `89 < x ? 89 : x`, which keeps NaN and is one vminps on x86.
-    limit = b.const(_EXP_CLAMP)
-    x = b.add(arith.SelectOp(b.add(arith.CmpfOp(limit, x, "olt")), limit, x))
+    # Both clamps are `c < x ? c : x` forms, which keep NaN and are one vminps/vmaxps on x86.
+    # Above to 89 (unless x <= 0 is known, as for softmax's x - max(x)); below to -126 ln2,
+    # where the scale below is 0, so results under 1.2e-38 (and exp(-inf)) are exactly 0.
+    if not at_most_zero(x):
+        limit = b.const(_EXP_CLAMP)
+        x = b.add(arith.SelectOp(b.add(arith.CmpfOp(limit, x, "olt")), limit, x))
+    lowest = b.const(_EXP_LOWEST)
+    x = b.add(arith.SelectOp(b.add(arith.CmpfOp(x, lowest, "olt")), lowest, x))
     # n = round(x / ln2) by the magic-number trick: adding 1.5 * 2^23 leaves n in the low
     # mantissa bits of t (as 0x4B400000 + n), so t << 23 is n << 23 without a conversion.
     t = b.add(arith.AddfOp(b.mul(x, b.const(1.4426950408889634)), b.const(_EXP_ROUNDER), _CONTRACT))
     n = b.add(arith.SubfOp(t, b.const(_EXP_ROUNDER)))
     r = b.add(arith.SubfOp(x, b.mul(n, b.const(_EXP_LN2_HIGH)), _CONTRACT))
     r = b.add(arith.SubfOp(r, b.mul(n, b.const(_EXP_LN2_LOW)), _CONTRACT))
-    # 2 exp(r) = (2 + 2r) + r^2 (2P(r)): doubling is exact, and it spares the final * 2.
-    two = b.const(2.0)
-    head = b.add(arith.AddfOp(b.mul(r, two), two, _CONTRACT))
-    twice = b.add(arith.AddfOp(b.mul(b.horner(r, _EXP_P), b.mul(r, r)), head, _CONTRACT))
+    # 2 exp(r) = 2 + r (2 + r 2P(r)), one Horner chain of multiply-adds: doubling is exact,
+    # it spares the final * 2, and it rounds less than summing (2 + 2r) and r^2 2P(r).
+    twice = b.horner(r, (*_EXP_P, 2.0, 2.0))
     i32 = IntegerType(32)
     bits = b.add(arith.ShLIOp(b.add(arith.BitcastOp(t, i32)), b.int32(23)))
     half_scale = b.add(
         arith.BitcastOp(b.add(arith.AddiOp(bits, b.int32(126 << 23))), Float32Type())
     )
-    value = b.mul(twice, half_scale)
-    # NaN compares false and keeps the NaN the arithmetic carried through.
-    tiny = b.add(arith.CmpfOp(x, b.const(_EXP_LOWEST), "olt"))
-    b.add(arith.SelectOp(tiny, b.const(0.0), value))
+    b.mul(twice, half_scale)
     return b
 
 

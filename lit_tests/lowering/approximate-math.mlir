@@ -55,16 +55,20 @@ func.func @erf(%x: f32) -> f32 {
 
 // -----
 
-// exp: x clamped above to 89 as `89 < x ? 89 : x` (NaN kept), n = round(x / ln2) by
-// adding 1.5 * 2^23, r = x - n ln2 in two steps, 2 exp(r) as (2r + 2) + r^2 2P(r)
+// exp: x clamped above to 89 as `89 < x ? 89 : x` and below to -126 ln2 as
+// `x < -87.34 ? -87.34 : x` (each keeps NaN and is one vminps/vmaxps), n = round(x / ln2) by
+// adding 1.5 * 2^23, r = x - n ln2 in two steps, 2 exp(r) as 2 + r (2 + r 2P(r)) by Horner
 // (multiply-adds LLVM may fuse), times 2^(n-1) from t's low bits shifted into the exponent
 // (126 << 23 = 1056964608 is the bias less one), so exp(x > 88.72) overflows to inf in that
-// product; then 0 below -86.99.
+// product, and n = -126 (every x below -86.99) makes the scale, and the result, 0.
 // CHECK-LABEL: func.func @exp(
 // CHECK-SAME:  %[[X:.*]]: f32) -> f32 {
 // CHECK-NEXT:  %[[LIMIT:.*]] = arith.constant 8.900000e+01 : f32
 // CHECK-NEXT:  %[[OVER:.*]] = arith.cmpf olt, %[[LIMIT]], %[[X]] : f32
-// CHECK-NEXT:  %[[XC:.*]] = arith.select %[[OVER]], %[[LIMIT]], %[[X]] : f32
+// CHECK-NEXT:  %[[XH:.*]] = arith.select %[[OVER]], %[[LIMIT]], %[[X]] : f32
+// CHECK-NEXT:  %[[LOW:.*]] = arith.constant -87.3365479 : f32
+// CHECK-NEXT:  %[[UNDER:.*]] = arith.cmpf olt, %[[XH]], %[[LOW]] : f32
+// CHECK-NEXT:  %[[XC:.*]] = arith.select %[[UNDER]], %[[LOW]], %[[XH]] : f32
 // CHECK:       %[[XL:.*]] = arith.mulf %[[XC]], %{{.*}} fastmath<contract> : f32
 // CHECK-NEXT:  %[[ROUNDER:.*]] = arith.constant 0x4B400000 : f32
 // CHECK-NEXT:  %[[T:.*]] = arith.addf %[[XL]], %[[ROUNDER]] fastmath<contract> : f32
@@ -74,14 +78,14 @@ func.func @erf(%x: f32) -> f32 {
 // CHECK-NEXT:  %[[NH:.*]] = arith.mulf %[[N]], %[[HIGH]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[R1:.*]] = arith.subf %[[XC]], %[[NH]] fastmath<contract> : f32
 // CHECK:       %[[R:.*]] = arith.subf %[[R1]], %{{.*}} fastmath<contract> : f32
-// CHECK-NEXT:  %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
-// CHECK-NEXT:  %[[R2:.*]] = arith.mulf %[[R]], %[[TWO]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[HEAD:.*]] = arith.addf %[[R2]], %[[TWO]] fastmath<contract> : f32
 // CHECK:       %[[C0:.*]] = arith.constant 0.999999881 : f32
 // CHECK-NEXT:  %[[P:.*]] = arith.addf %{{.*}}, %[[C0]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[RR:.*]] = arith.mulf %[[R]], %[[R]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[TAIL:.*]] = arith.mulf %[[P]], %[[RR]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[Y:.*]] = arith.addf %[[TAIL]], %[[HEAD]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[PR:.*]] = arith.mulf %[[P]], %[[R]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK-NEXT:  %[[Q:.*]] = arith.addf %[[PR]], %[[TWO]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[QR:.*]] = arith.mulf %[[Q]], %[[R]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[TWO2:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK-NEXT:  %[[Y:.*]] = arith.addf %[[QR]], %[[TWO2]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[TI:.*]] = arith.bitcast %[[T]] : f32 to i32
 // CHECK-NEXT:  %[[C23:.*]] = arith.constant 23 : i32
 // CHECK-NEXT:  %[[BITS:.*]] = arith.shli %[[TI]], %[[C23]] : i32
@@ -89,14 +93,107 @@ func.func @erf(%x: f32) -> f32 {
 // CHECK-NEXT:  %[[SB:.*]] = arith.addi %[[BITS]], %[[BIAS]] : i32
 // CHECK-NEXT:  %[[HALF:.*]] = arith.bitcast %[[SB]] : i32 to f32
 // CHECK-NEXT:  %[[V:.*]] = arith.mulf %[[Y]], %[[HALF]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[LOW:.*]] = arith.constant -86.9896317 : f32
-// CHECK-NEXT:  %[[TINY:.*]] = arith.cmpf olt, %[[XC]], %[[LOW]] : f32
-// CHECK-NEXT:  %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:  %[[E:.*]] = arith.select %[[TINY]], %[[ZERO]], %[[V]] : f32
-// CHECK-NEXT:  func.return %[[E]] : f32
+// CHECK-NEXT:  func.return %[[V]] : f32
 func.func @exp(%x: f32) -> f32 {
   %0 = math.exp %x : f32
   func.return %0 : f32
+}
+
+// -----
+
+// Softmax's exp(x - max(x)): the argument is at most 0, so no clamp at 89, only the low one.
+// This holds through a scale (the same expression on both sides, constants equal by value)
+// and with the loops' bounds equal by value.
+// CHECK-LABEL: func.func @softmax_row(
+// CHECK:       %[[M:.*]] = scf.for
+// CHECK:       scf.for
+// CHECK:       %[[D:.*]] = arith.subf %{{.*}}, %[[M]] : f32
+// CHECK-NEXT:  %[[LOW:.*]] = arith.constant -87.3365479 : f32
+// CHECK-NEXT:  arith.cmpf olt, %[[D]], %[[LOW]] : f32
+// CHECK-NOT:   8.900000e+01
+// CHECK:       func.return
+func.func @softmax_row(%x: memref<4x16xf32>, %y: memref<4x16xf32>, %i: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %low = arith.constant 0xff800000 : f32
+  %m = scf.for %j = %c0 to %c16 step %c1 iter_args(%acc = %low) -> (f32) {
+    %v = memref.load %x[%i, %j] : memref<4x16xf32>
+    %s = arith.constant 0.125 : f32
+    %w = arith.mulf %v, %s : f32
+    %n = arith.maximumf %acc, %w fastmath<nsz> : f32
+    scf.yield %n : f32
+  }
+  %d0 = arith.constant 0 : index
+  %d1 = arith.constant 1 : index
+  %d16 = arith.constant 16 : index
+  scf.for %k = %d0 to %d16 step %d1 {
+    %v = memref.load %x[%i, %k] : memref<4x16xf32>
+    %s = arith.constant 0.125 : f32
+    %w = arith.mulf %v, %s : f32
+    %d = arith.subf %w, %m : f32
+    %e = math.exp %d : f32
+    memref.store %e, %y[%i, %k] : memref<4x16xf32>
+  }
+  func.return
+}
+
+// -----
+
+// The clamp at 89 stays where x - max(...) is not known to be at most 0: the max is over
+// other indices (a shifted load), over a longer range, over a memref the function writes,
+// or is a min.
+// CHECK-LABEL: func.func @not_bounded(
+// CHECK-COUNT-4: arith.constant 8.900000e+01 : f32
+// CHECK-NOT:   arith.constant 8.900000e+01 : f32
+// CHECK:       func.return
+func.func @not_bounded(%x: memref<20xf32>, %y: memref<20xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c20 = arith.constant 20 : index
+  %low = arith.constant 0xff800000 : f32
+  %m = scf.for %j = %c0 to %c16 step %c1 iter_args(%acc = %low) -> (f32) {
+    %v = memref.load %x[%j] : memref<20xf32>
+    %n = arith.maximumf %acc, %v : f32
+    scf.yield %n : f32
+  }
+  %mn = scf.for %j = %c0 to %c16 step %c1 iter_args(%acc = %low) -> (f32) {
+    %v = memref.load %x[%j] : memref<20xf32>
+    %n = arith.minimumf %acc, %v : f32
+    scf.yield %n : f32
+  }
+  %my = scf.for %j = %c0 to %c16 step %c1 iter_args(%acc = %low) -> (f32) {
+    %v = memref.load %y[%j] : memref<20xf32>
+    %n = arith.maximumf %acc, %v : f32
+    scf.yield %n : f32
+  }
+  scf.for %k = %c0 to %c16 step %c1 {
+    %k1 = arith.addi %k, %c1 : index
+    %v = memref.load %x[%k1] : memref<20xf32>
+    %d = arith.subf %v, %m : f32
+    %e = math.exp %d : f32
+    memref.store %e, %y[%k] : memref<20xf32>
+  }
+  scf.for %k = %c0 to %c20 step %c1 {
+    %v = memref.load %x[%k] : memref<20xf32>
+    %d = arith.subf %v, %m : f32
+    %e = math.exp %d : f32
+    memref.store %e, %y[%k] : memref<20xf32>
+  }
+  scf.for %k = %c0 to %c16 step %c1 {
+    %v = memref.load %y[%k] : memref<20xf32>
+    %d = arith.subf %v, %my : f32
+    %e = math.exp %d : f32
+    memref.store %e, %y[%k] : memref<20xf32>
+  }
+  scf.for %k = %c0 to %c16 step %c1 {
+    %v = memref.load %x[%k] : memref<20xf32>
+    %d = arith.subf %v, %mn : f32
+    %e = math.exp %d : f32
+    memref.store %e, %y[%k] : memref<20xf32>
+  }
+  func.return
 }
 
 // -----

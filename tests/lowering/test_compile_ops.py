@@ -1300,7 +1300,7 @@ def test_erf_approximation_inf_nan() -> None:
 
 def test_exp_approximation_dense_grid() -> None:
     """Over the whole range where exp(x) is a normal f32 (but the flushed bottom 0.35):
-    within 2 ulp of float64 exp; at the rounding trick's boundaries (n = -125, 0, 128) too."""
+    within 1 ulp of float64 exp; at the rounding trick's boundaries (n = -125, 0, 128) too."""
     x = np.concatenate(
         [
             np.linspace(-86.98, 88.72, GRID_SIZE, dtype=np.float32),
@@ -1308,17 +1308,52 @@ def test_exp_approximation_dense_grid() -> None:
         ]
     )
     got = _compile(APPROX, "exp")(x)
-    assert _max_error(got, np.exp(x.astype(np.float64))) < 2.4e-7
+    assert _max_error(got, np.exp(x.astype(np.float64))) < 1.2e-7
 
 
 def test_exp_approximation_ends() -> None:
     x = np.zeros(GRID_SIZE + 16, np.float32)
-    # Either side of the clamp at 89 (n = 128 up to 89.07) overflows in the scaling.
+    # Either side of the clamp at 89 (n = 128 up to 89.07) overflows in the scaling; at
+    # and below the clamp at -126 ln2 = -87.3365 (n = -126) the scale and the result are 0.
     ends = _f32(INF, -INF, NAN, 88.73, 1e30, -87.0, -1e30, 0.0, -0.0, 88.9, 89.0, 89.1, 3e38)
-    x[: len(ends)] = ends
+    low = _f32(-86.99, -87.3365478515625, -87.3365, -87.34, -87.5, -88.0, -100.0, -3.4e38)
+    x[: len(ends) + len(low)] = np.concatenate([ends, low])
     got = _compile(APPROX, "exp")(x)
     want = _f32(INF, 0, NAN, INF, INF, 0, 0, 1, 1, INF, INF, INF, INF)
     np.testing.assert_array_equal(got[: len(ends)], want)
+    np.testing.assert_array_equal(got[len(ends) : len(ends) + len(low)], np.zeros_like(low))
+    # The lowest results kept are normal and accurate: n = -125 just above -125.5 ln2.
+    top = _f32(-86.98, -86.9)
+    x[: len(top)] = top
+    got = _compile(APPROX, "exp")(x)
+    assert _max_error(got[: len(top)], np.exp(top.astype(np.float64))) < 2.4e-7
+
+
+SOFTMAX_ROWS = """
+func.func @softmax(%x: tensor<6x37xf32>) -> tensor<6x37xf32> {
+  %0 = graph.softmax %x axis = -1 : tensor<6x37xf32>
+  func.return %0 : tensor<6x37xf32>
+}
+"""
+
+
+def test_softmax_extreme_rows() -> None:
+    """Softmax's exp runs without the clamp at 89 (its argument x - max(x) is at most 0):
+    rows of huge values, spreads beyond exp's range, -inf masks, an all -inf row (NaN, as
+    NumPy) and a NaN, each against NumPy."""
+    x = np.random.default_rng(5).uniform(-3, 3, (6, 37)).astype(np.float32)
+    x[0] += 3e38 / 2
+    x[1, ::2] = -1e30
+    x[2, 5:] = -INF
+    x[3] = -INF
+    x[4, 7] = NAN
+    x[5] *= 1000
+    got = _compile(SOFTMAX_ROWS, "softmax")(x)
+    with np.errstate(invalid="ignore"):
+        shifted = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+        want = shifted / shifted.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-30)
+    assert (got[2, 5:] == 0).all()
 
 
 # ---------------------------------------------------------------------------------------
