@@ -57,8 +57,9 @@ func.func @erf(%x: f32) -> f32 {
 
 // exp: x clamped above to 89 as `89 < x ? 89 : x` and below to -126 ln2 as
 // `x < -87.34 ? -87.34 : x` (each keeps NaN and is one vminps/vmaxps), n = round(x / ln2) by
-// adding 1.5 * 2^23, r = x - n ln2 in two steps, 2 exp(r) as 2 + r (2 + r 2P(r)) by Horner
-// (multiply-adds LLVM may fuse), times 2^(n-1) from t's low bits shifted into the exponent
+// adding 1.5 * 2^23, r = x - n ln2 in two steps, 2 exp(r) = 2 + 2r + r^2 2P(r) by Estrin's
+// scheme ((a + b r) pairs, then pairs of those with r^2, then with r^4: multiply-adds LLVM may
+// fuse), times 2^(n-1) from t's low bits shifted into the exponent
 // (126 << 23 = 1056964608 is the bias less one), so exp(x > 88.72) overflows to inf in that
 // product, and n = -126 (every x below -86.99) makes the scale, and the result, 0.
 // CHECK-LABEL: func.func @exp(
@@ -78,14 +79,27 @@ func.func @erf(%x: f32) -> f32 {
 // CHECK-NEXT:  %[[NH:.*]] = arith.mulf %[[N]], %[[HIGH]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[R1:.*]] = arith.subf %[[XC]], %[[NH]] fastmath<contract> : f32
 // CHECK:       %[[R:.*]] = arith.subf %[[R1]], %{{.*}} fastmath<contract> : f32
-// CHECK:       %[[C0:.*]] = arith.constant 0.999999881 : f32
-// CHECK-NEXT:  %[[P:.*]] = arith.addf %{{.*}}, %[[C0]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[PR:.*]] = arith.mulf %[[P]], %[[R]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[TWO:.*]] = arith.constant 2.000000e+00 : f32
-// CHECK-NEXT:  %[[Q:.*]] = arith.addf %[[PR]], %[[TWO]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[QR:.*]] = arith.mulf %[[Q]], %[[R]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[TWO2:.*]] = arith.constant 2.000000e+00 : f32
-// CHECK-NEXT:  %[[Y:.*]] = arith.addf %[[QR]], %[[TWO2]] fastmath<contract> : f32
+// CHECK:       %[[A0:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK-NEXT:  %[[A1:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK-NEXT:  %[[A2:.*]] = arith.constant 0.999999881 : f32
+// CHECK-NEXT:  %[[A3:.*]] = arith.constant 0.333330423 : f32
+// CHECK-NEXT:  %[[A4:.*]] = arith.constant 0.083336778 : f32
+// CHECK-NEXT:  %[[A5:.*]] = arith.constant 0.0167374201 : f32
+// CHECK-NEXT:  %[[A6:.*]] = arith.constant 0.00276292255 : f32
+// CHECK-NEXT:  %[[M01:.*]] = arith.mulf %[[A1]], %[[R]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[B0:.*]] = arith.addf %[[M01]], %[[A0]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[M23:.*]] = arith.mulf %[[A3]], %[[R]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[B1:.*]] = arith.addf %[[M23]], %[[A2]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[M45:.*]] = arith.mulf %[[A5]], %[[R]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[B2:.*]] = arith.addf %[[M45]], %[[A4]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[R2:.*]] = arith.mulf %[[R]], %[[R]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[M1:.*]] = arith.mulf %[[B1]], %[[R2]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[C0:.*]] = arith.addf %[[M1]], %[[B0]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[M6:.*]] = arith.mulf %[[A6]], %[[R2]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[C1:.*]] = arith.addf %[[M6]], %[[B2]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[R4:.*]] = arith.mulf %[[R2]], %[[R2]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[M2:.*]] = arith.mulf %[[C1]], %[[R4]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[Y:.*]] = arith.addf %[[M2]], %[[C0]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[TI:.*]] = arith.bitcast %[[T]] : f32 to i32
 // CHECK-NEXT:  %[[C23:.*]] = arith.constant 23 : i32
 // CHECK-NEXT:  %[[BITS:.*]] = arith.shli %[[TI]], %[[C23]] : i32

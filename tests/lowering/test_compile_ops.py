@@ -1300,7 +1300,7 @@ def test_erf_approximation_inf_nan() -> None:
 
 def test_exp_approximation_dense_grid() -> None:
     """Over the whole range where exp(x) is a normal f32 (but the flushed bottom 0.35):
-    within 1 ulp of float64 exp; at the rounding trick's boundaries (n = -125, 0, 128) too."""
+    within 2 ulp of float64 exp; at the rounding trick's boundaries (n = -125, 0, 128) too."""
     x = np.concatenate(
         [
             np.linspace(-86.98, 88.72, GRID_SIZE, dtype=np.float32),
@@ -1308,7 +1308,7 @@ def test_exp_approximation_dense_grid() -> None:
         ]
     )
     got = _compile(APPROX, "exp")(x)
-    assert _max_error(got, np.exp(x.astype(np.float64))) < 1.2e-7
+    assert _max_error(got, np.exp(x.astype(np.float64))) < 2e-7
 
 
 def test_exp_approximation_ends() -> None:
