@@ -236,6 +236,7 @@ def _options(args: argparse.Namespace):  # noqa: ANN202
         refine=args.refine,
         cpu=args.cpu,
         threads=threads,
+        lanes=args.lanes,
         block_size=args.block_size,
         chip=args.chip,
         ptx_isa=args.ptx_isa,
@@ -515,6 +516,13 @@ def _compile_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpu", default="native", help="llc -mcpu (default: this machine)")
     parser.add_argument(
         "--threads", type=int, help="workers per parallel loop (default: this machine's cores)"
+    )
+    parser.add_argument(
+        "--lanes",
+        type=int,
+        choices=(8, 16),
+        help="f32 lanes of the matmul and convolution kernels' vectors (default: 16 where "
+        "the CPU has AVX-512, else 8)",
     )
     parser.add_argument(
         "--chip", help="GPU chip for PTX, e.g. sm_80 (default: sm_90, or the GPU's own)"

@@ -17,6 +17,9 @@ computes such a nest as a GEMM, the way BLAS libraries do (Goto's algorithm):
 - the output is cut into tiles of MR = 6 rows x 16 columns. A tile's 96 sums live in 12
   vector registers (vector<8xf32>) for the whole K loop: per k, two vector loads of the B
   panel, six broadcasts of A, twelve fused multiply-adds, nothing stored;
+- on AVX-512 targets (`lanes` = 16) panels and tiles are 32 columns wide, the same 12
+  accumulators as vector<16xf32>: twice the multiply-adds per k, and 15 of the 32 zmm
+  registers (a 12-row tile would fill 27; not measured: no AVX-512 machine here);
 - the finished tile goes to a small stack buffer and the epilogue (bias, activation,
   residual add, batch-norm: the nest's body after the reduction, unchanged) runs over its
   points, reading the sums from L1 and storing the results;
@@ -67,11 +70,10 @@ from graphfuse.lowering.contractions import (
     reads_constants,
 )
 from graphfuse.lowering.loop_indexing import delinearize, index
-from graphfuse.lowering.tile_epilogue import LANES, emit_vector_epilogue, vector_epilogue_fits
-from graphfuse.lowering.transposed_pack import transposable_load, transpose8
+from graphfuse.lowering.tile_epilogue import emit_vector_epilogue, vector_epilogue_fits
+from graphfuse.lowering.transposed_pack import BLOCK, transposable_load, transpose8
 
 MR = 6
-NR = 16
 MAX_TILES_PER_TASK = 16
 """A task's row tiles share each B panel from L2 (16 tiles: 96 rows)."""
 MIN_TASKS = 8
@@ -79,7 +81,7 @@ MIN_TASKS = 8
 PACK_ROWS_PER_TASK = 64
 PACK_PANELS = 16
 """Panels of B packed by one task: rows of B are read in runs of 256 floats."""
-_VEC = VectorType(f32, [LANES])
+_BLOCK_VEC = VectorType(f32, [BLOCK])
 Mapping = dict[SSAValue, SSAValue]
 
 
@@ -131,11 +133,15 @@ class _Emitter:
 class _Tiler:
     """Emits the tiled computation of one matched nest in place of it."""
 
-    def __init__(self, found: Contraction, threads: bool, constant_positions: set[int]):
+    def __init__(self, found: Contraction, threads: bool, constant_positions: set[int], lanes: int):
         self.found = found
         self.threads = threads
         self.constant_positions = constant_positions
-        self.panels = -(-found.n // NR)
+        self.lanes = lanes
+        self.nr = 2 * lanes
+        """Panel width: a tile row is two vector registers."""
+        self.vec = VectorType(f32, [lanes])
+        self.panels = -(-found.n // self.nr)
         shape = found.nest.shape
         self.batch_shape = [shape[d] for d in found.batch]
         self.batch_args = found.args(found.batch)
@@ -219,7 +225,7 @@ class _Tiler:
         b_slots = points if self.b_batched else 1
         return (
             MemRefType(f32, [a_slots, found.m, found.k]),
-            MemRefType(f32, [b_slots, self.panels, found.k, NR]),
+            MemRefType(f32, [b_slots, self.panels, found.k, self.nr]),
         )
 
     def _parallel(
@@ -323,17 +329,17 @@ class _Tiler:
         first, last_panel = em.chunk(group, PACK_PANELS, self.panels)
         mapping = self._batch(em, slot) if self.b_batched else {}
         columns_fastest = self._columns_fastest()
-        load = None if columns_fastest else transposable_load(found, NR)
+        load = None if columns_fastest else transposable_load(found, self.nr)
         if load is not None:
             self._pack_b_transposed(em, slot, (first, last_panel), mapping, load)
             return
         outer, reduction, k = self._over_reduction(em) if columns_fastest else (em, {}, None)
         _, panels = outer.loop(first, last_panel)
-        _, lane = panels.loop(panels.const(0), panels.const(NR))
+        _, lane = panels.loop(panels.const(0), panels.const(self.nr))
         p, c = panels.block.args[0], lane.block.args[0]
-        column = lane.add(arith.AddiOp(lane.add(arith.MuliOp(p, lane.const(NR))), c))
+        column = lane.add(arith.AddiOp(lane.add(arith.MuliOp(p, lane.const(self.nr))), c))
         clamped = column
-        if found.n % NR:
+        if found.n % self.nr:
             clamped = lane.add(arith.MinUIOp(column, lane.const(found.n - 1)))
         columns = lane.split(clamped, self._dims(found.columns))
         mapping.update(zip(found.args(found.columns), columns, strict=True))
@@ -342,7 +348,7 @@ class _Tiler:
             last, reduction, k = self._over_reduction(lane)
         mapping.update(reduction)
         value = self._value(last, found.b, mapping)
-        if found.n % NR:
+        if found.n % self.nr:
             inside = last.add(arith.CmpiOp(column, last.const(found.n), "ult"))
             zero = last.add(arith.ConstantOp(FloatAttr(0.0, f32)))
             value = last.add(arith.SelectOp(inside, value, zero))
@@ -362,21 +368,21 @@ class _Tiler:
         8x8 transpose, 8 vector stores of panel rows."""
         found = self.found
         _, panel = em.loop(*panels)
-        _, half = panel.loop(panel.const(0), panel.const(NR // LANES))
+        _, half = panel.loop(panel.const(0), panel.const(self.nr // BLOCK))
         p, h = panel.block.args[0], half.block.args[0]
         args, shape = found.reduce.body.block.args, found.reduce.shape
         inner, outer_reduction, linear = self._over_reduction(half, len(shape) - 1)
         reduction = dict(outer_reduction)
-        _, block = inner.loop(inner.const(0), inner.const(shape[-1] // LANES))
-        start = block.add(arith.MuliOp(block.block.args[0], block.const(LANES)))
+        _, block = inner.loop(inner.const(0), inner.const(shape[-1] // BLOCK))
+        start = block.add(arith.MuliOp(block.block.args[0], block.const(BLOCK)))
         reduction[args[-1]] = start
         first_k = block.add(
             arith.AddiOp(block.add(arith.MuliOp(linear, block.const(shape[-1]))), start)
         )
-        lane0 = block.add(arith.MuliOp(h, block.const(LANES)))
-        base = block.add(arith.AddiOp(block.add(arith.MuliOp(p, block.const(NR))), lane0))
+        lane0 = block.add(arith.MuliOp(h, block.const(BLOCK)))
+        base = block.add(arith.AddiOp(block.add(arith.MuliOp(p, block.const(self.nr))), lane0))
         rows: list[SSAValue] = []
-        for offset in range(LANES):
+        for offset in range(BLOCK):
             column = block.add(arith.AddiOp(base, block.const(offset)))
             columns = block.split(column, self._dims(found.columns))
             at = {**mapping, **reduction}
@@ -384,7 +390,7 @@ class _Tiler:
             local = self._clone_chain(block, found.b, at, skip=load)
             indices = [local.get(i, i) for i in load.indices]
             source = local.get(load.buffer, load.buffer)
-            rows.append(block.add(vector.LoadOp(source, indices, _VEC)))
+            rows.append(block.add(vector.LoadOp(source, indices, _BLOCK_VEC)))
         for q, column_values in enumerate(transpose8(block.add, rows)):
             k = block.add(arith.AddiOp(first_k, block.const(q)))
             block.put(vector.StoreOp(column_values, self.packed_b, [slot, p, k, lane0]))
@@ -402,7 +408,7 @@ class _Tiler:
             point if self.a_batched else em.const(0),
             point if self.b_batched else em.const(0),
         )
-        tile = em.add(memref.AllocaOp.get(f32, shape=[MR, NR]))
+        tile = em.add(memref.AllocaOp.get(f32, shape=[MR, self.nr]))
         full, tail = found.m // MR, found.m % MR
         first_panel, last_panel = em.chunk(panel_block, self.panels_per_task, self.panels)
         first, last = em.chunk(row_block, self.per_task, full)
@@ -432,22 +438,22 @@ class _Tiler:
         rows: int,
         tile: SSAValue,
     ) -> None:
-        """Sums of rows row0..row0+rows x the panel's 16 columns, then the epilogue."""
+        """Sums of rows row0..row0+rows x the panel's columns, then the epilogue."""
         found = self.found
         slot_a, slot_b = self.slots
-        init = em.add(vector.BroadcastOp(found.reduce.init, _VEC))
+        init = em.add(vector.BroadcastOp(found.reduce.init, self.vec))
         row_values = [em.add(arith.AddiOp(row0, em.const(r))) for r in range(rows)]
-        halves = [em.const(h * LANES) for h in range(2)]
+        halves = [em.const(h * self.lanes) for h in range(2)]
         for_op, step = em.loop(em.const(0), em.const(found.k), [init] * (2 * rows))
         k = step.block.args[0]
         accumulators = list(step.block.args[1:])
         b_halves = [
-            step.add(vector.LoadOp(self.packed_b, [slot_b, panel, k, h], _VEC)) for h in halves
+            step.add(vector.LoadOp(self.packed_b, [slot_b, panel, k, h], self.vec)) for h in halves
         ]
         sums: list[SSAValue] = []
         for r, row in enumerate(row_values):
             scalar = step.add(memref.LoadOp.get(self.packed_a, [slot_a, row, k]))
-            spread = step.add(vector.BroadcastOp(scalar, _VEC))
+            spread = step.add(vector.BroadcastOp(scalar, self.vec))
             for h in range(2):
                 sums.append(step.add(vector.FMAOp(spread, b_halves[h], accumulators[2 * r + h])))
         step.put(scf.YieldOp(*sums))
@@ -465,12 +471,12 @@ class _Tiler:
         tile: SSAValue,
     ) -> None:
         found = self.found
-        column0 = em.add(arith.MuliOp(panel, em.const(NR)))
-        if found.n % NR == 0 and vector_epilogue_fits(found):
+        column0 = em.add(arith.MuliOp(panel, em.const(self.nr)))
+        if found.n % self.nr == 0 and vector_epilogue_fits(found, self.lanes):
             self._vector_epilogue(em, mapping, row_values, column0, tile)
             return
-        columns = em.const(NR)
-        if found.n % NR:
+        columns = em.const(self.nr)
+        if found.n % self.nr:
             left = em.add(arith.SubiOp(em.const(found.n), column0))
             columns = em.add(arith.MinUIOp(left, columns))
         body = found.nest.body.block
@@ -507,8 +513,8 @@ class _Tiler:
         """The epilogue of a full tile, 8 columns at a time (tile_epilogue.py)."""
         found = self.found
         halves: list[Mapping] = []
-        for h in range(NR // LANES):
-            column = em.add(arith.AddiOp(column0, em.const(h * LANES)))
+        for h in range(self.nr // self.lanes):
+            column = em.add(arith.AddiOp(column0, em.const(h * self.lanes)))
             split = em.split(column, self._dims(found.columns))
             halves.append(dict(zip(found.args(found.columns), split, strict=True)))
         for r, row in enumerate(row_values):
@@ -516,8 +522,12 @@ class _Tiler:
                 zip(found.args(found.rows), em.split(row, self._dims(found.rows)), strict=True)
             )
             for h, columns in enumerate(halves):
-                sums = em.add(vector.LoadOp(tile, [em.const(r), em.const(h * LANES)], _VEC))
-                emit_vector_epilogue(em.block, found, {**mapping, **rows, **columns}, sums)
+                sums = em.add(
+                    vector.LoadOp(tile, [em.const(r), em.const(h * self.lanes)], self.vec)
+                )
+                emit_vector_epilogue(
+                    em.block, found, {**mapping, **rows, **columns}, sums, self.lanes
+                )
 
 
 @dataclass(frozen=True)
@@ -530,6 +540,9 @@ class TileMatmulPass(ModulePass):
     threads: bool = False
     """Split packing and row blocks over threads (scf.parallel)."""
 
+    lanes: int = 8
+    """f32 lanes of the target's vector registers: 8 (AVX2), 16 (AVX-512)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         added: dict[str, int] = {}
         constants = constant_arguments(op)
@@ -539,7 +552,7 @@ class TileMatmulPass(ModulePass):
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
                 found = match_contraction(nest)
                 if found is not None:
-                    _Tiler(found, self.threads, positions).emit()
+                    _Tiler(found, self.threads, positions, self.lanes).emit()
             if len(kernel.body.block.args) > before:
                 added[kernel.sym_name.data] = before
         for call in [c for c in op.walk() if isinstance(c, loop.CallOp)]:

@@ -1,4 +1,5 @@
-"""The epilogue of a loop-tile-matmul tile on 8 columns at a time (vector<8x...>).
+"""The epilogue of a loop-tile-matmul tile on 8 columns at a time (vector<8x...>; 16, a
+vector<16x...>, for AVX-512 targets: `lanes` below).
 
 A finished 6x16 tile holds 96 sums; the kernel's epilogue (bias, batch-norm, activation,
 residual add, the store) runs on each. Run point by point it is scalar code with the
@@ -30,7 +31,6 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from graphfuse.dialects import loop
 from graphfuse.lowering.contractions import Contraction
 
-LANES = 8
 _VECTOR_MATH = (math.AbsFOp, math.SqrtOp)
 
 Mapping = dict[SSAValue, SSAValue]
@@ -67,10 +67,10 @@ def _op_fits(op: Operation, lane: SSAValue, varying: set[SSAValue]) -> bool:
     )
 
 
-def vector_epilogue_fits(found: Contraction) -> bool:
-    """Whether the nest's epilogue can run on 8 neighbouring columns at once."""
+def vector_epilogue_fits(found: Contraction, lanes: int) -> bool:
+    """Whether the nest's epilogue can run on `lanes` neighbouring columns at once."""
     lane_dim = found.columns[-1]
-    if found.nest.shape[lane_dim] % LANES:
+    if found.nest.shape[lane_dim] % lanes:
         return False
     lane = found.nest.body.block.args[lane_dim]
     varying: set[SSAValue] = {lane, found.reduce.result}
@@ -85,10 +85,11 @@ def vector_epilogue_fits(found: Contraction) -> bool:
 class _VectorBody:
     """Clones the epilogue into `block` with lane-varying values as vectors."""
 
-    def __init__(self, block: Block, mapping: Mapping, varying: set[SSAValue]):
+    def __init__(self, block: Block, mapping: Mapping, varying: set[SSAValue], lanes: int):
         self.block = block
         self.mapping = mapping
         self.varying = varying
+        self.lanes = lanes
 
     def add(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
@@ -103,7 +104,7 @@ class _VectorBody:
         mapped = self.get(value)
         if value in self.varying:
             return mapped
-        return self.add(vector.BroadcastOp(mapped, VectorType(mapped.type, [LANES])))
+        return self.add(vector.BroadcastOp(mapped, VectorType(mapped.type, [self.lanes])))
 
     def clone(self, op: Operation) -> None:
         if not any(v in self.varying for v in op.operands):
@@ -113,7 +114,7 @@ class _VectorBody:
             return
         self.varying.update(op.results)
         if isinstance(op, loop.LoadOp):
-            typ = VectorType(op.result.type, [LANES])
+            typ = VectorType(op.result.type, [self.lanes])
             indices = [self.get(i) for i in op.indices]
             self.mapping[op.result] = self.add(vector.LoadOp(self.get(op.buffer), indices, typ))
         elif isinstance(op, loop.StoreOp):
@@ -122,7 +123,7 @@ class _VectorBody:
             self.block.add_op(vector.StoreOp(value, self.get(op.buffer), indices))
         else:
             operands = [self.vector_of(v) for v in op.operands]
-            result_types: list[Attribute] = [VectorType(r.type, [LANES]) for r in op.results]
+            result_types: list[Attribute] = [VectorType(r.type, [self.lanes]) for r in op.results]
             copy = type(op).create(
                 operands=operands,
                 result_types=result_types,
@@ -134,12 +135,12 @@ class _VectorBody:
 
 
 def emit_vector_epilogue(
-    block: Block, found: Contraction, mapping: Mapping, sums: SSAValue
+    block: Block, found: Contraction, mapping: Mapping, sums: SSAValue, lanes: int
 ) -> None:
-    """The epilogue on 8 columns: `mapping` gives the nest's indices (the innermost column
-    index: the first of the 8), `sums` is the tile's vector<8xf32> of those columns."""
+    """The epilogue on `lanes` columns: `mapping` gives the nest's indices (the innermost
+    column index: the first of them), `sums` is the tile's vector<lanes x f32> of them."""
     lane = found.nest.body.block.args[found.columns[-1]]
-    body = _VectorBody(block, dict(mapping), {lane, found.reduce.result})
+    body = _VectorBody(block, dict(mapping), {lane, found.reduce.result}, lanes)
     body.mapping[found.reduce.result] = sums
     for op in _epilogue_ops(found):
         body.clone(op)

@@ -10,7 +10,8 @@ registers (unpack, shuffle and 128-bit permute stages, the classic AVX transpose
 
 It applies when B is one load whose last index is the reduction's innermost index itself
 (no other index reads it), that extent is a multiple of 8, and the panel columns need no
-clamping (N a multiple of 16).
+clamping (N a multiple of the panel width). Panels of 32 (AVX-512 targets) take their 8
+columns four times, still 8x8 (vector<8xf32>): the transpose is as cheap at that width.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from xdsl.ir import Operation, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.contractions import Contraction, factor
-from graphfuse.lowering.tile_epilogue import LANES
+
+BLOCK = 8
+"""The transposed blocks are BLOCK x BLOCK floats."""
 
 
 def transposable_load(found: Contraction, panel_width: int) -> loop.LoadOp | None:
     """B's single load when its panels can be packed by 8x8 transposes, else None."""
-    if found.n % panel_width or found.reduce.shape[-1] % LANES:
+    if found.n % panel_width or found.reduce.shape[-1] % BLOCK:
         return None
     loads = [op for op in found.b.chain if isinstance(op, loop.LoadOp)]
     if len(loads) != 1 or loads[0].result is not found.b.value:
@@ -50,7 +53,7 @@ def _mask(values: Sequence[int]) -> DenseArrayBase[I64]:
 
 def transpose8(add: Callable[[Operation], SSAValue], rows: Sequence[SSAValue]) -> list[SSAValue]:
     """The 8 columns of the 8x8 block whose rows are `rows` (vector<8xf32> each)."""
-    typ = VectorType(f32, [LANES])
+    typ = VectorType(f32, [BLOCK])
 
     def shuffle(a: SSAValue, b: SSAValue, mask: Sequence[int]) -> SSAValue:
         return add(vector.ShuffleOp(a, b, _mask(mask), result_type=typ))

@@ -256,3 +256,16 @@ def test_run_on_cuda_without_a_gpu_is_one_line() -> None:
     if run.returncode == 0:
         pytest.skip("a GPU is present: the run succeeded")
     _assert_one_line_error(run, r"^graphfuse: error: target 'cuda'")
+
+
+def test_cli_run_lanes_16_gives_the_same_results():
+    """--lanes 16 builds the AVX-512 geometry (run here on AVX2 halves): same summary as 8."""
+    runs = [
+        graphfuse("run", str(EXAMPLES / "resnet_block.mlir"), "--seed", "3", "--lanes", lanes)
+        for lanes in ("8", "16")
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    wide, narrow = (run.stdout.splitlines()[1] for run in runs)
+    assert wide == narrow and "mean=" in wide
+    assert runs[0].stdout.splitlines()[0] != runs[1].stdout.splitlines()[0]  # two libraries

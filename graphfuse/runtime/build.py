@@ -53,6 +53,45 @@ class CpuTarget:
     def resolved_cpu(self) -> str:
         return host_cpu() if self.cpu == "native" else self.cpu
 
+    def vector_lanes(self) -> int:
+        """f32 lanes of the widest vectors the CPU has: 16 with AVX-512, else 8 (AVX2)."""
+        if self.cpu == "native":
+            return 16 if _host_has_avx512() else 8
+        return 16 if self.cpu in AVX512_CPUS else 8
+
+
+AVX512_CPUS = frozenset(
+    {
+        "skylake-avx512",
+        "cascadelake",
+        "cooperlake",
+        "cannonlake",
+        "icelake-client",
+        "icelake-server",
+        "tigerlake",
+        "rocketlake",
+        "sapphirerapids",
+        "emeraldrapids",
+        "graniterapids",
+        "graniterapids-d",
+        "diamondrapids",
+        "znver4",
+        "znver5",
+        "x86-64-v4",
+    }
+)
+"""llc -mcpu names of x86 CPUs with AVX-512F (Xeon Phi's knl/knm left out: their AVX-512 is
+another story)."""
+
+
+@cache
+def _host_has_avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo") as info:
+            return any(line.startswith("flags") and "avx512f" in line.split() for line in info)
+    except OSError:
+        return False
+
 
 @cache
 def host_cpu() -> str:

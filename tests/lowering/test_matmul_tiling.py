@@ -4,10 +4,14 @@ batches (B shared or per batch) and one or two threads; the tiled path is really
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
-from graphfuse.parsing import parse_text
+from graphfuse.parsing import GraphfuseError, parse_text
+from graphfuse.runtime.build import CpuTarget, run_tool
 from tests.lowering.compare import compile_and_compare
 
 
@@ -159,11 +163,67 @@ def test_vector_epilogue_only_where_8_columns_are_neighbours() -> None:
     """Output rows of 16 take vector stores; rows of 6 (8 columns from a multiple of 8
     would run into the next row, and across images, whose channels lie between) keep
     the point-by-point epilogue."""
-    wide = lower_to(parse_text(_conv_bn_relu(*CONVS[2]), "wide"), Stage.UPSTREAM)
+    avx2 = CompileOptions(lanes=8)
+    wide = lower_to(parse_text(_conv_bn_relu(*CONVS[2]), "wide"), Stage.UPSTREAM, avx2)
     assert "vector.store" in wide and ": memref<2x12x16x16xf32>, vector<8xf32>" in wide
-    narrow = lower_to(parse_text(_conv_bn_relu(*CONVS[3]), "narrow"), Stage.UPSTREAM)
+    narrow = lower_to(parse_text(_conv_bn_relu(*CONVS[3]), "narrow"), Stage.UPSTREAM, avx2)
     assert "vector.fma" in narrow
     assert ": memref<4x16x6x6xf32>, vector<8xf32>" not in narrow
+
+
+AVX512_CASES = {
+    "17x1000x20": _matmul_bias_relu((), 17, 1000, 20, True),
+    "2x3x13x48x19": _matmul_bias_relu((2, 3), 13, 48, 19, False),
+    "96x64x64": _matmul_bias_relu((), 96, 64, 64, True),
+    "conv rows of 16": _conv_bn_relu(*CONVS[2]),
+    "conv 8x8 transposes": _conv_bn_relu(*TRANSPOSED_PACKS[0]),
+}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", list(AVX512_CASES))
+def test_avx512_geometry_matches_reference(case: str, threads: int) -> None:
+    """lanes=16 (AVX-512's zmm registers): panels and tiles 32 columns wide, sums and
+    epilogues as vector<16xf32>. LLVM splits those into AVX2 halves on this machine, so the
+    geometry's indexing is checked here, where its speed cannot be."""
+    options = CompileOptions(threads=threads, lanes=16)
+    upstream = lower_to(parse_text(AVX512_CASES[case], "t"), Stage.UPSTREAM, options)
+    assert "vector.fma" in upstream and "vector<16xf32>" in upstream
+    assert "vector<8xf32>" not in upstream or case == "conv 8x8 transposes"
+    if case == "conv rows of 16":
+        assert ": memref<2x12x16x16xf32>, vector<16xf32>" in upstream
+    if case == "conv 8x8 transposes":
+        assert upstream.count("vector.shuffle") == 24
+    compile_and_compare(parse_text(AVX512_CASES[case], "t"), options=options)
+
+
+@pytest.mark.parametrize(
+    ("cpu", "lanes"),
+    [("skylake-avx512", 16), ("znver4", 16), ("x86-64-v4", 16), ("znver3", 8), ("haswell", 8)],
+)
+def test_lanes_follow_the_target_cpu(cpu: str, lanes: int) -> None:
+    assert CpuTarget(cpu=cpu).vector_lanes() == lanes
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    assert CpuTarget().vector_lanes() == (16 if " avx512f" in flags else 8)
+
+
+@pytest.mark.parametrize("cpu", ["skylake-avx512", "znver4"])
+def test_avx512_targets_get_zmm_multiply_adds(cpu: str) -> None:
+    """Built for an AVX-512 CPU (not run: this machine may lack it), the micro-kernel's
+    multiply-adds are 512-bit; --lanes 8 keeps them 256-bit."""
+    text = _matmul_bias_relu((), 96, 64, 64, True)
+    for lanes, register in ((None, "zmm"), (8, "ymm")):
+        options = CompileOptions(threads=1, cpu=cpu, lanes=lanes)
+        ir = lower_to(parse_text(text, "mm"), Stage.LLVM, options)
+        args = ["-O3", f"-mtriple={options.target.triple}", f"-mcpu={cpu}", "-o", "-"]
+        asm = run_tool("assembling", "llc", args, ir).decode()
+        fmas = re.findall(r"vfmadd\w+\s+[^\n]*", asm)
+        assert fmas and all(register in f for f in fmas), (lanes, fmas[:4])
+
+
+def test_lanes_other_than_8_or_16_are_refused() -> None:
+    with pytest.raises(GraphfuseError, match="lanes must be 8 or 16, got 4"):
+        lower_to(parse_text(AVX512_CASES["96x64x64"], "t"), Stage.UPSTREAM, CompileOptions(lanes=4))
 
 
 @pytest.mark.parametrize("groups", [2, 8])
