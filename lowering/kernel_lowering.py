@@ -327,11 +327,13 @@ class _KernelBuilder:
             element = tensor_type_of(copy.value).get_element_type()
             source = copy.source_index(index)
             if copy.layout == "nhwc_padded":
-                top, left = copy.padding[:2]
+                top, left, bottom, right = copy.padding
                 n, c, h, w = source
                 shifted = (n, c, em.isub(h, top), em.isub(w, left))
                 zero = em.constant(0, compute_type(element))
-                value = self._guarded(copy.value, shifted, zero)
+                # Only padded rows and columns fall outside the input.
+                checked = (False, False, top + bottom > 0, left + right > 0)
+                value = self._guarded(copy.value, shifted, zero, checked)
             else:
                 value = self.value_at(copy.value, source)
             indices = [em.index_value(i) for i in index]
@@ -625,11 +627,22 @@ class _KernelBuilder:
             bounds = [kh, kw, group_channels]
             return self._accumulate(loop.ReduceKind.ADD, bounds, typ, channels_last)
 
+        # Only rows and columns can leave the input, and only where padding (or a window
+        # past the input's end) lets them: a 1x1 or unpadded window reads plain loads.
+        height, width = shape_of(op.input)[2:]
+        out_height, out_width = shape_of(op.result)[2:]
+        checked = (
+            False,
+            False,
+            _window_leaves(out_height, sh, kh, dh, top, height),
+            _window_leaves(out_width, sw, kw, dw, left, width),
+        )
+
         def body(taps: tuple[Index, ...]) -> SSAValue:
             c, i, j = taps
             ih = self._window_position(oh, i, sh, dh, top)
             iw = self._window_position(ow, j, sw, dw, left)
-            x = self._guarded(op.input, (n, em.iadd(group_base, c), ih, iw), zero)
+            x = self._guarded(op.input, (n, em.iadd(group_base, c), ih, iw), zero, checked)
             w = self.value_at(op.weight, (co, c, i, j))
             return self._multiply(x, w)
 
@@ -722,3 +735,9 @@ def _reduced_index(
         else:
             result.append(next(outer))
     return tuple(result)
+
+
+def _window_leaves(out: int, stride: int, taps: int, dilation: int, pad: int, size: int) -> bool:
+    """Whether a window position (out * stride + tap * dilation - pad) can fall outside
+    [0, size): only with padding before, or a last window reaching past the end."""
+    return pad > 0 or (out - 1) * stride + (taps - 1) * dilation - pad >= size

@@ -322,17 +322,22 @@ class _Tiler:
         """Bp[slot][p][k][c] = B at (batch slot, column 16p + c, k), for the panels of
         group `task`; zero past column N (evaluated at column N - 1 there, so every load
         stays in bounds). When B is contiguous along its columns the loops run k, panel,
-        lane (reading rows of B in runs of PACK_PANELS x 16), else panel, lane, k."""
+        lane (reading rows of B in runs of PACK_PANELS x 16), else panel, lane, k, or, for
+        a channels-last B, 8x8 transposes on the full panels and this on the last."""
         found = self.found
         groups = -(-self.panels // PACK_PANELS)
         slot, group = em.divide(task, groups)
         first, last_panel = em.chunk(group, PACK_PANELS, self.panels)
         mapping = self._batch(em, slot) if self.b_batched else {}
         columns_fastest = self._columns_fastest()
-        load = None if columns_fastest else transposable_load(found, self.nr)
+        load = None if columns_fastest else transposable_load(found)
         if load is not None:
-            self._pack_b_transposed(em, slot, (first, last_panel), mapping, load)
-            return
+            full = em.const(found.n // self.nr)
+            end = em.add(arith.MinUIOp(last_panel, full))
+            self._pack_b_transposed(em, slot, (first, end), mapping, load)
+            if found.n % self.nr == 0:
+                return
+            first = em.add(arith.MaxUIOp(first, full))  # the last panel, if in this group
         outer, reduction, k = self._over_reduction(em) if columns_fastest else (em, {}, None)
         _, panels = outer.loop(first, last_panel)
         _, lane = panels.loop(panels.const(0), panels.const(self.nr))

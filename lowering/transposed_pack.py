@@ -9,9 +9,10 @@ registers (unpack, shuffle and 128-bit permute stages, the classic AVX transpose
 `vector.shuffle`s LLVM lowers to those instructions) and stores 8 panel rows of 8 lanes.
 
 It applies when B is one load whose last index is the reduction's innermost index itself
-(no other index reads it), that extent is a multiple of 8, and the panel columns need no
-clamping (N a multiple of the panel width). Panels of 32 (AVX-512 targets) take their 8
-columns four times, still 8x8 (vector<8xf32>): the transpose is as cheap at that width.
+(no other index reads it) and that extent is a multiple of 8, to the full panels: a last
+panel past N (14x14 and 7x7 layers: N = 196 or 49 a batch) is packed point by point, with
+its clamps. Panels of 32 (AVX-512 targets) take their 8 columns four times, still 8x8
+(vector<8xf32>): the transpose is as cheap at that width.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ BLOCK = 8
 """The transposed blocks are BLOCK x BLOCK floats."""
 
 
-def transposable_load(found: Contraction, panel_width: int) -> loop.LoadOp | None:
-    """B's single load when its panels can be packed by 8x8 transposes, else None."""
-    if found.n % panel_width or found.reduce.shape[-1] % BLOCK:
+def transposable_load(found: Contraction) -> loop.LoadOp | None:
+    """B's single load when its full panels can be packed by 8x8 transposes, else None."""
+    if found.reduce.shape[-1] % BLOCK:
         return None
     loads = [op for op in found.b.chain if isinstance(op, loop.LoadOp)]
     if len(loads) != 1 or loads[0].result is not found.b.value:

@@ -133,6 +133,9 @@ TRANSPOSED_PACKS = [
     (2, 8, 16, 15, 2, 1, 1),  # stride 2: output 8x8
     (1, 24, 8, 12, 1, 2, 2),  # dilation 2, padding 2, 3 channel blocks
     (4, 8, 16, 6, 1, 1, 1),  # rows of 6: panels cross output rows and images
+    (1, 8, 16, 17, 1, 1, 1),  # N = 289: 18 full panels, the last (1 point) point by point
+    (1, 16, 8, 14, 1, 1, 1),  # N = 196 (a 14x14 layer): 12 full panels and 4 points
+    (2, 8, 16, 7, 1, 1, 1),  # N = 98 (7x7 layers): 6 full panels and 2 points
 ]
 
 
@@ -149,14 +152,22 @@ def test_channels_last_panels_are_packed_by_8x8_transposes(
     compile_and_compare(parse_text(text, "conv"), options=CompileOptions(threads=threads))
 
 
-@pytest.mark.parametrize(
-    "conv", [(1, 8, 16, 17, 1, 1, 1), (2, 12, 16, 12, 1, 1, 1)], ids=["N=289", "C=12"]
-)
-def test_panels_needing_clamps_or_partial_channel_blocks_pack_point_by_point(
-    conv: tuple[int, int, int, int, int, int, int],
-) -> None:
-    upstream = lower_to(parse_text(_conv_bn_relu(*conv), "conv"), Stage.UPSTREAM)
+def test_partial_channel_blocks_pack_point_by_point() -> None:
+    upstream = lower_to(parse_text(_conv_bn_relu(2, 12, 16, 12, 1, 1, 1), "conv"), Stage.UPSTREAM)
     assert "vector.fma" in upstream and "vector.shuffle" not in upstream
+
+
+@pytest.mark.parametrize("lanes", [8, 16])
+def test_a_last_partial_panel_is_packed_point_by_point_after_the_transposes(lanes: int) -> None:
+    """N = 196: the full panels by transposes, up to panel 196 // (2 lanes); the last one
+    by points, clamped to column 195 and zero past it."""
+    text = _conv_bn_relu(1, 16, 8, 14, 1, 1, 1)
+    options = CompileOptions(threads=1, lanes=lanes)
+    upstream = lower_to(parse_text(text, "conv"), Stage.UPSTREAM, options)
+    assert upstream.count("vector.shuffle") == 24
+    assert f"arith.constant {196 // (2 * lanes)} : index" in upstream
+    assert "arith.constant 195 : index" in upstream
+    compile_and_compare(parse_text(text, "conv"), options=CompileOptions(threads=2, lanes=lanes))
 
 
 def test_vector_epilogue_only_where_8_columns_are_neighbours() -> None:
