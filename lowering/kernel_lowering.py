@@ -326,7 +326,7 @@ class _KernelBuilder:
             index = point_index(nest)
             element = tensor_type_of(copy.value).get_element_type()
             source = copy.source_index(index)
-            if copy.layout == "nhwc_padded":
+            if copy.layout in ("nhwc_padded", "nchw_padded"):
                 top, left, bottom, right = copy.padding
                 n, c, h, w = source
                 shifted = (n, c, em.isub(h, top), em.isub(w, left))
@@ -610,6 +610,17 @@ class _KernelBuilder:
         typ = compute_type(tensor_type_of(op.result).get_element_type())
         zero = em.constant(0, typ)
 
+        rows = self._copy_of(op.input, "nchw_padded", op.padding.get_values())
+        if rows is not None:
+            # A depthwise convolution on its input's rows, padding written out: unchecked.
+            def on_rows(taps: tuple[Index, ...]) -> SSAValue:
+                c, i, j = taps
+                ih = self._window_position(oh, i, sh, dh, 0)
+                iw = self._window_position(ow, j, sw, dw, 0)
+                x = self._load(rows, (n, em.iadd(group_base, c), ih, iw))
+                return self._multiply(x, self.value_at(op.weight, (co, c, i, j)))
+
+            return self._accumulate(loop.ReduceKind.ADD, [group_channels, kh, kw], typ, on_rows)
         padded = self._copy_of(op.input, "nhwc_padded", op.padding.get_values())
         weights = self._copy_of(op.weight, "ohwi")
         if padded is not None:

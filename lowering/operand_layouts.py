@@ -11,9 +11,14 @@ such operands once, in a layout whose innermost dimension is the reduced one:
   written out, so the sum needs no bounds test), except for convolutions loop-tile-matmul
   computes that are 1x1, stride 1, unpadded (NCHW packs as well, along rows of x);
 - conv2d weight `[O, C/g, KH, KW]` -> `[O, KH, KW, C/g]`, for convolutions loop-tile-matmul
-  does not compute (grouped, depthwise, tiny, not f32). It packs the weights of the others
+  does not compute (grouped, tiny, not f32). It packs the weights of the others
   from their own layout, once per compiled function when they are constants; from a copy
   made per call it would repack them on every call.
+- a depthwise conv2d's input `[N, C, H, W]` -> `[N, C, H + pad, W + pad]` (the padding
+  written out, rows copied as they are): its sum is over the taps alone, so it vectorises
+  along the output's columns, which read the input's rows (every other element at stride
+  2, which LLVM loads as an interleaved group). Channels innermost would make those reads
+  C apart; the NHWC copy itself, a transposition, cost as much as the convolution.
 
 Each copy costs one pass over the operand, small next to the K- or C*KH*KW-fold reuse.
 Only operands that are kernel inputs or constants are copied: nothing else in the kernel
@@ -55,6 +60,9 @@ class OperandCopy:
         if self.layout == "nhwc_padded":
             top, left, bottom, right = self.padding
             return (s[0], s[2] + top + bottom, s[3] + left + right, s[1])
+        if self.layout == "nchw_padded":
+            top, left, bottom, right = self.padding
+            return (s[0], s[1], s[2] + top + bottom, s[3] + left + right)
         assert self.layout == "ohwi"
         return (s[0], s[2], s[3], s[1])
 
@@ -62,10 +70,12 @@ class OperandCopy:
         return MemRefType(tensor_type_of(self.value).get_element_type(), self.shape)
 
     def source_index(self, index: Sequence[Index]) -> tuple[Index, ...]:
-        """Where copy element `index` comes from (for nhwc_padded, before removing the
-        padding offset: the caller subtracts it and guards)."""
+        """Where copy element `index` comes from (for the padded layouts, before removing
+        the padding offset: the caller subtracts it and guards)."""
         if self.layout == "transposed":
             return (*index[:-2], index[-1], index[-2])
+        if self.layout == "nchw_padded":
+            return tuple(index)
         n, h, w, c = index
         if self.layout == "nhwc_padded":
             return (n, c, h, w)
@@ -108,9 +118,17 @@ def _pointwise(op: graph.Conv2dOp) -> bool:
     )
 
 
+def _depthwise(op: graph.Conv2dOp) -> bool:
+    return op.groups.value.data > 1 and tensor_type_of(op.weight).get_shape()[1] == 1
+
+
 def _conv_copies(op: graph.Conv2dOp) -> list[OperandCopy]:
     top, left, bottom, right = op.padding.get_values()
     padded = OperandCopy(op.input, "nhwc_padded", (top, left, bottom, right))
+    if _depthwise(op):
+        # Unpadded, it reads its input as it is, unchecked (kernel_lowering._conv2d).
+        rows = OperandCopy(op.input, "nchw_padded", (top, left, bottom, right))
+        return [rows] if _is_input(op.input) and any(op.padding.get_values()) else []
     if not _tiled_conv(op):
         if _is_input(op.input) and _is_input(op.weight):
             return [padded, OperandCopy(op.weight, "ohwi")]

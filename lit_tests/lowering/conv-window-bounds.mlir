@@ -50,3 +50,30 @@ func.func @conv_bottom_pad(%x: tensor<1x8x6x6xf32>, %w: tensor<4x8x3x3xf32>) -> 
   }
   func.return %0 : tensor<1x4x3x3xf32>
 }
+
+// -----
+
+// A padded depthwise convolution: with operand copies, its input is copied as it is with
+// the padding written out (NCHW, 8x8 rows), and the sum over the 3x3 taps reads that copy
+// unchecked, along its rows; without copies, the taps are checked.
+// CHECK-LABEL: loop.kernel @fused_conv2d
+// CHECK:       loop.reduce add [1, 3, 3]
+// CHECK:       arith.select
+// COPY-LABEL: loop.kernel @fused_conv2d
+// COPY-NEXT:  ^bb0({{.*}}%[[COPY:[0-9]+]]: memref<1x4x8x8xf32>):
+// COPY:       loop.parallel [1, 4, 8, 8] {
+// COPY:       arith.select
+// COPY:       loop.store %{{.*}}, %[[COPY]]
+// COPY:       loop.reduce add [1, 3, 3]
+// COPY-NOT:   arith.select
+// COPY:       loop.load %[[COPY]]
+// COPY-NOT:   arith.select
+// COPY:       loop.store
+func.func @depthwise(%x: tensor<1x4x6x6xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  %0 = graph.fused "fused_conv2d"(%x, %w) kind = out_elemwise_fusable : (tensor<1x4x6x6xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x6x6xf32> {
+  ^bb0(%a: tensor<1x4x6x6xf32>, %b: tensor<4x1x3x3xf32>):
+    %c = graph.conv2d %a, %b strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 4 : (tensor<1x4x6x6xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x6x6xf32>
+    graph.yield %c : tensor<1x4x6x6xf32>
+  }
+  func.return %0 : tensor<1x4x6x6xf32>
+}

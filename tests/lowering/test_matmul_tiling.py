@@ -240,10 +240,39 @@ def test_lanes_other_than_8_or_16_are_refused() -> None:
 @pytest.mark.parametrize("groups", [2, 8])
 def test_grouped_and_depthwise_convolutions_stay_direct(groups: int) -> None:
     """Each output channel reads its own group's inputs: no shared GEMM operand, so the
-    direct (channels-last) form computes them."""
+    direct form computes them (grouped: from a channels-last copy; depthwise: from a row-
+    padded one)."""
     text = _conv_bn_relu(2, 8, 8, 12, 1, 1, 1, groups)
     assert "vector.fma" not in lower_to(parse_text(text, "grouped"), Stage.UPSTREAM)
     compile_and_compare(parse_text(text, "grouped"), options=CompileOptions(threads=2))
+
+
+DEPTHWISE = [
+    (2, 8, 8, 12, 1, 1, 1, 8),  # stride 1, padding 1
+    (1, 6, 6, 13, 2, 1, 1, 6),  # stride 2, odd size: the last window ends at the padding
+    (1, 4, 8, 11, 1, 2, 2, 4),  # dilation 2, padding 2, channel multiplier 2
+    (1, 5, 5, 9, 2, 0, 1, 5),  # unpadded: no copy, plain loads
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("conv", DEPTHWISE, ids=[str(c) for c in DEPTHWISE])
+def test_depthwise_convolutions_read_a_row_padded_copy(
+    conv: tuple[int, int, int, int, int, int, int, int], threads: int
+) -> None:
+    """A padded depthwise convolution reads an NCHW copy with the padding written out
+    (no bounds tests in its sum); an unpadded one reads its input. Same results."""
+    text = _conv_bn_relu(*conv)
+    options = CompileOptions(threads=threads)
+    loops = lower_to(parse_text(text, "dw"), Stage.LOOP, options)
+    batch, channels, _, size, _, padding = conv[:6]
+    padded = size + 2 * padding
+    copies = 1 if padding else 0
+    assert f"graphfuse.scratch = {copies} : i64" in loops
+    assert padding == 0 or f"memref<{batch}x{channels}x{padded}x{padded}xf32>" in loops
+    assert "x{channels}xf32>" not in loops  # no channels-last copy
+    assert loops.count("arith.select") == copies  # in the copy only
+    compile_and_compare(parse_text(text, "dw"), options=options)
 
 
 def test_constant_weights_are_packed_once_and_reused() -> None:
