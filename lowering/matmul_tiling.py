@@ -217,7 +217,7 @@ class _Tiler:
         em.put(scf.IfOp(fresh, [], Region(then.block)))
 
     def packed_types(self) -> tuple[MemRefType[Attribute], MemRefType[Attribute]]:
-        """The packed operands' buffers: Ap[slots][M][K] and Bp[slots][N/16][K][16]
+        """The packed operands' buffers: Ap[slots][M][K] and Bp[slots][N/NR][K][NR]
         (one slot per batch point when the operand has a batch)."""
         found = self.found
         points = math.prod(self.batch_shape)
@@ -319,10 +319,10 @@ class _Tiler:
         return last is None or bool(last.depends & columns) or loads[0].indices[-1] in columns
 
     def _pack_b(self, em: _Emitter, task: SSAValue) -> None:
-        """Bp[slot][p][k][c] = B at (batch slot, column 16p + c, k), for the panels of
+        """Bp[slot][p][k][c] = B at (batch slot, column NR p + c, k), for the panels of
         group `task`; zero past column N (evaluated at column N - 1 there, so every load
         stays in bounds). When B is contiguous along its columns the loops run k, panel,
-        lane (reading rows of B in runs of PACK_PANELS x 16), else panel, lane, k, or, for
+        lane (reading rows of B in runs of PACK_PANELS x NR), else panel, lane, k, or, for
         a channels-last B, 8x8 transposes on the full panels and this on the last."""
         found = self.found
         groups = -(-self.panels // PACK_PANELS)
@@ -515,7 +515,7 @@ class _Tiler:
         column0: SSAValue,
         tile: SSAValue,
     ) -> None:
-        """The epilogue of a full tile, 8 columns at a time (tile_epilogue.py)."""
+        """The epilogue of a full tile, `lanes` columns at a time (tile_epilogue.py)."""
         found = self.found
         halves: list[Mapping] = []
         for h in range(self.nr // self.lanes):
