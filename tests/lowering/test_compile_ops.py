@@ -1472,3 +1472,32 @@ def test_odd_sizes_layer_norm_17() -> None:
 
 def test_odd_sizes_pool_17x3() -> None:
     _check(ODD, "pool_17x3")
+
+
+POWERS = """
+func.func @powers(%x: tensor<12xf32>) -> (tensor<12xf32>, tensor<12xf32>, tensor<12xf32>, tensor<12xf32>) {
+  %two = graph.constant dense<2.0> : tensor<f32>
+  %three = graph.constant dense<3.0> : tensor<f32>
+  %four = graph.constant dense<4.0> : tensor<f32>
+  %half = graph.constant dense<2.5> : tensor<f32>
+  %0 = graph.pow %x, %two : (tensor<12xf32>, tensor<f32>) -> tensor<12xf32>
+  %1 = graph.pow %x, %three : (tensor<12xf32>, tensor<f32>) -> tensor<12xf32>
+  %2 = graph.pow %x, %four : (tensor<12xf32>, tensor<f32>) -> tensor<12xf32>
+  %3 = graph.pow %x, %half : (tensor<12xf32>, tensor<f32>) -> tensor<12xf32>
+  func.return %0, %1, %2, %3 : tensor<12xf32>, tensor<12xf32>, tensor<12xf32>, tensor<12xf32>
+}
+"""
+
+
+def test_small_constant_powers_are_products() -> None:
+    """x^2, x^3 and x^4 by constants become multiplies (no powf left), x^2.5 stays a
+    powf; against NumPy on signs, zeros, infinities, NaN and overflow."""
+    loops = lower_to(_module(POWERS).clone(), Stage.LOOP)
+    assert loops.count("math.powf") == 1
+    x = _f32(-2.0, -0.0, 0.0, 1.5, -1.5, INF, -INF, NAN, 1e13, -1e13, 3e-20, 7.0)
+    got = _compile(POWERS, "powers")(x)
+    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
+        for result, exponent in zip(got, (2.0, 3.0, 4.0, 2.5), strict=True):
+            want = np.power(x, np.float32(exponent))
+            np.testing.assert_allclose(result, want, rtol=3e-7, atol=0)
+            np.testing.assert_array_equal(np.signbit(result), np.signbit(want))
