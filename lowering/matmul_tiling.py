@@ -70,6 +70,7 @@ from graphfuse.lowering.contractions import (
     reads_constants,
 )
 from graphfuse.lowering.loop_indexing import delinearize, index
+from graphfuse.lowering.row_panels import RowRun, collapsed_source, leading_indices, row_run
 from graphfuse.lowering.tile_epilogue import emit_vector_epilogue, vector_epilogue_fits
 from graphfuse.lowering.transposed_pack import BLOCK, transposable_load, transpose8
 
@@ -330,11 +331,15 @@ class _Tiler:
         first, last_panel = em.chunk(group, PACK_PANELS, self.panels)
         mapping = self._batch(em, slot) if self.b_batched else {}
         columns_fastest = self._columns_fastest()
+        run = row_run(found, self.lanes) if columns_fastest else None
         load = None if columns_fastest else transposable_load(found)
-        if load is not None:
+        if run is not None or load is not None:
             full = em.const(found.n // self.nr)
             end = em.add(arith.MinUIOp(last_panel, full))
-            self._pack_b_transposed(em, slot, (first, end), mapping, load)
+            if run is not None:
+                self._pack_b_rows(em, slot, (first, end), mapping, run)
+            elif load is not None:
+                self._pack_b_transposed(em, slot, (first, end), mapping, load)
             if found.n % self.nr == 0:
                 return
             first = em.add(arith.MaxUIOp(first, full))  # the last panel, if in this group
@@ -359,6 +364,38 @@ class _Tiler:
             value = last.add(arith.SelectOp(inside, value, zero))
         last.put(memref.StoreOp.get(value, self.packed_b, [slot, p, k, c]))
         self._close(last, em)
+
+    def _pack_b_rows(
+        self,
+        em: _Emitter,
+        slot: SSAValue,
+        panels: tuple[SSAValue, SSAValue],
+        mapping: Mapping,
+        run: RowRun,
+    ) -> None:
+        """`_pack_b` for a B read along contiguous rows (`row_panels`): per reduction index,
+        panel and `lanes` columns, one vector load of B's collapsed rows and one store."""
+        found = self.found
+        collapse, length = collapsed_source(run)
+        source = em.add(collapse)
+        inner, reduction, k = self._over_reduction(em)
+        _, panel = inner.loop(*panels)
+        _, part = panel.loop(panel.const(0), panel.const(self.nr // self.lanes))
+        p, h = panel.block.args[0], part.block.args[0]
+        lane0 = part.add(arith.MuliOp(h, part.const(self.lanes)))
+        column0 = part.add(arith.AddiOp(part.add(arith.MuliOp(p, part.const(self.nr))), lane0))
+        at = {**mapping, **reduction}
+        outer = found.args(found.columns)[: -run.dims]
+        position = column0
+        if outer:
+            runs, position = part.divide(column0, length)
+            extents = self._dims(found.columns)[: -run.dims]
+            at.update(zip(outer, part.split(runs, extents), strict=True))
+        local = self._clone_chain(part, found.b, at, skip=run.load)
+        indices = [local.get(i, i) for i in leading_indices(run)]
+        value = part.add(vector.LoadOp(source, [*indices, position], self.vec))
+        part.put(vector.StoreOp(value, self.packed_b, [slot, p, k, lane0]))
+        self._close(part, em)
 
     def _pack_b_transposed(
         self,

@@ -275,6 +275,50 @@ def test_depthwise_convolutions_read_a_row_padded_copy(
     compile_and_compare(parse_text(text, "dw"), options=options)
 
 
+def _pointwise_conv(batch: int, channels: int, out: int, size: int) -> str:
+    x, w = _t(batch, channels, size, size), _t(out, channels, 1, 1)
+    y, v = _t(batch, out, size, size), _t(out, 1, 1)
+    return f"""
+func.func @main(%x: {x}, %w: {w}, %shift: {v}) -> {y} {{
+  %0 = graph.conv2d %x, %w strides = [1, 1] padding = [0, 0, 0, 0] dilations = [1, 1] groups = 1 : ({x}, {w}) -> {y}
+  %1 = graph.add %0, %shift : ({y}, {v}) -> {y}
+  func.return %1 : {y}
+}}
+"""
+
+
+POINTWISE = [
+    ((2, 16, 24, 16), True),  # 2 images of 256 columns: each half panel inside one image
+    ((1, 64, 32, 7), True),  # one image of 49: one run, the last panel point by point
+    ((2, 32, 32, 7), False),  # 2 images of 49: 8 columns could span both, point by point
+    ((3, 24, 40, 10), False),  # runs of 100 (not a multiple of 8)
+]
+
+
+@pytest.mark.parametrize("lanes", [8, 16])
+@pytest.mark.parametrize(("conv", "rows"), POINTWISE, ids=[str(c) for c, _ in POINTWISE])
+def test_row_contiguous_panels_are_packed_by_vector_loads(
+    conv: tuple[int, int, int, int], rows: bool, lanes: int
+) -> None:
+    """A 1x1 convolution's NCHW input is B with each image's H*W columns contiguous: its
+    panels are packed from a collapsed view by vector loads where `lanes` columns stay in
+    one image (else point by point); same results."""
+    text = _pointwise_conv(*conv)
+    options = CompileOptions(threads=2, lanes=lanes)
+    upstream = lower_to(parse_text(text, "pw"), Stage.UPSTREAM, options)
+    batch, channels, _, size = conv
+    collapsed = f"into memref<{batch}x{channels}x{size * size}xf32>"
+    assert "vector.fma" in upstream and (collapsed in upstream) == rows
+    compile_and_compare(parse_text(text, "pw"), options=options)
+
+
+def test_matmul_panels_are_packed_by_vector_loads() -> None:
+    text = _matmul_bias_relu((), 17, 1000, 20, True)
+    upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, CompileOptions(lanes=8))
+    assert "into memref<1000x20xf32>" in upstream
+    assert ": memref<1000x20xf32>, vector<8xf32>" in upstream
+
+
 def test_constant_weights_are_packed_once_and_reused() -> None:
     """x @ W + b with W a constant: W is packed on the first call only (a scratch flag
     records it); later calls with other inputs still get the right results."""
