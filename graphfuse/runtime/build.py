@@ -229,10 +229,7 @@ def _fingerprint(upstream: str, target: CpuTarget) -> str:
         digest.update(tool_version(require_tool(tool)).encode())
     for passes in mlir_opt_stages(upstream, target.threads):
         digest.update(" ".join(passes).encode())
-    if _parallel(upstream, target.threads):
-        # The library finds the runtime by an absolute rpath into this cache.
-        digest.update(str(cache_dir() / parallel.runtime_name()).encode())
-    digest.update(b"graphfuse-build-3")
+    digest.update(b"graphfuse-build-4")
     return digest.hexdigest()[:32]
 
 
@@ -247,6 +244,10 @@ def build_shared_library(
     if output is None:
         return cached
     _atomic_copy(cached, output)
+    if _parallel(upstream, target.threads):
+        # The library finds the runtime beside itself ($ORIGIN): ship the two together.
+        runtime = parallel_runtime()
+        _atomic_copy(runtime, output.parent / runtime.name)
     return output
 
 
@@ -274,7 +275,9 @@ def _build_into(upstream: str, target: CpuTarget, destination: Path) -> None:
         libraries = ["-lmvec", "-lm"]
         if parallel.uses_runtime(llvm_ir):
             runtime = parallel_runtime()
-            libraries = [str(runtime), f"-Wl,-rpath,{runtime.parent}", *libraries]
+            # The runtime lives in the cache beside the cached library, and is copied beside
+            # a library written out (build_shared_library): either way, in $ORIGIN.
+            libraries = [str(runtime), "-Wl,-rpath,$ORIGIN", *libraries]
         run_tool("linking", "cc", ["-shared", "-o", str(library), str(obj), *libraries])
         _atomic_copy(library, destination)
 

@@ -322,7 +322,9 @@ def test_large_constants_are_loaded_not_built_in(tmp_path):
     np.testing.assert_allclose(second(x), x @ w2, rtol=1e-4, atol=1e-4)
     standalone = graphfuse.compile(parse(_matmul_by_constant(w1)), output=tmp_path / "w.so")
     np.testing.assert_allclose(standalone(x), x @ w1, rtol=1e-4, atol=1e-4)
-    assert first.library_path.stat().st_size + w1.nbytes // 2 < standalone.library_path.stat().st_size
+    assert (
+        first.library_path.stat().st_size + w1.nbytes // 2 < standalone.library_path.stat().st_size
+    )
 
 
 def test_threaded_kernels_call_graphfuse_parallel_runtime():
@@ -413,3 +415,34 @@ def test_openmp_loops_the_runtime_cannot_schedule_are_refused():
     assert schedule_dynamically(plain).count("omp.wsloop schedule(dynamic) {") == 2
     with pytest.raises(ToolchainError, match=r"OpenMP loop graphfuse's parallel runtime cannot"):
         schedule_dynamically("omp.wsloop schedule(static) {\n}")
+
+
+def test_a_threaded_library_written_out_carries_its_runtime(tmp_path, monkeypatch):
+    """`output=` with threads: the parallel runtime is copied beside the library, which
+    finds it there ($ORIGIN), so the pair still loads and runs moved elsewhere with the
+    build cache gone."""
+    from graphfuse.compiler import CompileOptions
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GRAPHFUSE_CACHE_DIR", str(cache))
+    built = tmp_path / "built"
+    built.mkdir()
+    graphfuse.compile(parse(BIG_ADD), options=CompileOptions(threads=2), output=built / "k.so")
+    runtimes = sorted(p.name for p in built.iterdir() if p.name.startswith("libgraphfuse_parallel"))
+    assert len(runtimes) == 1
+    moved = tmp_path / "elsewhere"
+    built.rename(moved)
+    for path in cache.iterdir():
+        path.unlink()
+    script = (
+        "import ctypes, sys\n"
+        "lib = ctypes.CDLL(sys.argv[1])\n"
+        "print(hasattr(lib, '_mlir_ciface_main'))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(moved / "k.so")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "True", run.stderr
