@@ -64,8 +64,9 @@ def _same_bounds(a: scf.ForOp, b: scf.ForOp) -> bool:
 
 def _equal_constants(a: SSAValue, b: SSAValue) -> bool:
     x, y = a.owner, b.owner
-    constants = isinstance(x, arith.ConstantOp) and isinstance(y, arith.ConstantOp)
-    return constants and x.value == y.value
+    if not isinstance(x, arith.ConstantOp) or not isinstance(y, arith.ConstantOp):
+        return False
+    return x.value == y.value
 
 
 def _same(reduced: SSAValue, value: SSAValue, index: tuple[SSAValue, SSAValue]) -> bool:

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.dialects import memref
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.contractions import Contraction, factor
@@ -45,7 +46,9 @@ def row_run(found: Contraction, lanes: int) -> RowRun | None:
     load = loads[0]
     columns = found.args(found.columns)
     extents = [found.nest.shape[d] for d in found.columns]
-    shape = load.buffer.type.get_shape()  # type: ignore[attr-defined]
+    typ = load.buffer.type
+    assert isinstance(typ, MemRefType)
+    shape = cast(MemRefType[Attribute], typ).get_shape()
     dims = 0
     while (
         dims < min(len(columns), len(shape))
@@ -70,14 +73,15 @@ def collapsed_source(run: RowRun) -> tuple[Operation, int]:
     and the run's length."""
     typ = run.load.buffer.type
     assert isinstance(typ, MemRefType)
-    shape = list(typ.get_shape())
+    memref_type = cast(MemRefType[Attribute], typ)
+    shape = list(memref_type.get_shape())
     leading = len(shape) - run.dims
     length = math.prod(shape[leading:])
     groups = [[i] for i in range(leading)] + [list(range(leading, len(shape)))]
     reassociation = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
     collapse = memref.CollapseShapeOp.create(
         operands=[run.load.buffer],
-        result_types=[MemRefType(typ.get_element_type(), [*shape[:leading], length])],
+        result_types=[MemRefType(memref_type.get_element_type(), [*shape[:leading], length])],
         properties={"reassociation": reassociation},
     )
     return collapse, length
