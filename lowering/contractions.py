@@ -46,6 +46,18 @@ class Operand:
     depends: frozenset[SSAValue]
     """The nest's and the reduction's indices it reads."""
 
+    @property
+    def loads(self) -> list[loop.LoadOp]:
+        return [op for op in self.chain if isinstance(op, loop.LoadOp)]
+
+    def direct_load(self) -> loop.LoadOp | None:
+        """The operand's only load when its value is that load itself (no padding select
+        or arithmetic on it): the packings that copy memory runs as they are need one."""
+        loads = self.loads
+        if len(loads) != 1 or loads[0].result is not self.value:
+            return None
+        return loads[0]
+
 
 def _pure(op: Operation) -> bool:
     return not op.regions and (isinstance(op, loop.LoadOp) or op.dialect_name() == "arith")
@@ -112,7 +124,7 @@ class Contraction:
 def reads_constants(operand: Operand, constant_args: set[SSAValue]) -> bool:
     """Whether `operand` reads only constants: `memref.get_global`s, in the kernel or
     passed by every caller (`constant_args`)."""
-    loads = [op for op in operand.chain if isinstance(op, loop.LoadOp)]
+    loads = operand.loads
     return bool(loads) and all(
         isinstance(op.buffer.owner, memref.GetGlobalOp) or op.buffer in constant_args
         for op in loads

@@ -70,7 +70,7 @@ from graphfuse.lowering.contractions import (
     reads_constants,
 )
 from graphfuse.lowering.loop_indexing import delinearize, index
-from graphfuse.lowering.row_panels import RowRun, collapsed_source, leading_indices, row_run
+from graphfuse.lowering.row_panels import RowRun, collapsed_source, row_run
 from graphfuse.lowering.tile_epilogue import emit_vector_epilogue, vector_epilogue_fits
 from graphfuse.lowering.transposed_pack import BLOCK, transposable_load, transpose8
 
@@ -312,7 +312,7 @@ class _Tiler:
     def _columns_fastest(self) -> bool:
         """Whether B's memory runs along the columns (its last load index moves with
         them, as a matmul's B[k, n]) rather than along k (a convolution's NHWC input)."""
-        loads = [op for op in self.found.b.chain if isinstance(op, loop.LoadOp)]
+        loads = self.found.b.loads
         if len(loads) != 1:
             return True
         last = factor(loads[0].indices[-1], self.found.nest)
@@ -365,6 +365,18 @@ class _Tiler:
         last.put(memref.StoreOp.get(value, self.packed_b, [slot, p, k, c]))
         self._close(last, em)
 
+    def _panel_parts(
+        self, em: _Emitter, panels: tuple[SSAValue, SSAValue], width: int
+    ) -> tuple[_Emitter, SSAValue, SSAValue, SSAValue]:
+        """Loops over the panels in `panels` and their parts of `width` columns; returns the
+        inner body, the panel, the part's first lane in the panel and its first column."""
+        _, panel = em.loop(*panels)
+        _, part = panel.loop(panel.const(0), panel.const(self.nr // width))
+        p, h = panel.block.args[0], part.block.args[0]
+        lane0 = part.add(arith.MuliOp(h, part.const(width)))
+        column0 = part.add(arith.AddiOp(part.add(arith.MuliOp(p, part.const(self.nr))), lane0))
+        return part, p, lane0, column0
+
     def _pack_b_rows(
         self,
         em: _Emitter,
@@ -379,11 +391,7 @@ class _Tiler:
         collapse, length = collapsed_source(run)
         source = em.add(collapse)
         inner, reduction, k = self._over_reduction(em)
-        _, panel = inner.loop(*panels)
-        _, part = panel.loop(panel.const(0), panel.const(self.nr // self.lanes))
-        p, h = panel.block.args[0], part.block.args[0]
-        lane0 = part.add(arith.MuliOp(h, part.const(self.lanes)))
-        column0 = part.add(arith.AddiOp(part.add(arith.MuliOp(p, part.const(self.nr))), lane0))
+        part, p, lane0, column0 = self._panel_parts(inner, panels, self.lanes)
         at = {**mapping, **reduction}
         outer = found.args(found.columns)[: -run.dims]
         position = column0
@@ -392,7 +400,7 @@ class _Tiler:
             extents = self._dims(found.columns)[: -run.dims]
             at.update(zip(outer, part.split(runs, extents), strict=True))
         local = self._clone_chain(part, found.b, at, skip=run.load)
-        indices = [local.get(i, i) for i in leading_indices(run)]
+        indices = [local.get(i, i) for i in run.leading_indices]
         value = part.add(vector.LoadOp(source, [*indices, position], self.vec))
         part.put(vector.StoreOp(value, self.packed_b, [slot, p, k, lane0]))
         self._close(part, em)
@@ -409,9 +417,7 @@ class _Tiler:
         columns, outer reduction index and block of 8 innermost ones, 8 vector loads, one
         8x8 transpose, 8 vector stores of panel rows."""
         found = self.found
-        _, panel = em.loop(*panels)
-        _, half = panel.loop(panel.const(0), panel.const(self.nr // BLOCK))
-        p, h = panel.block.args[0], half.block.args[0]
+        half, p, lane0, base = self._panel_parts(em, panels, BLOCK)
         args, shape = found.reduce.body.block.args, found.reduce.shape
         inner, outer_reduction, linear = self._over_reduction(half, len(shape) - 1)
         reduction = dict(outer_reduction)
@@ -421,8 +427,6 @@ class _Tiler:
         first_k = block.add(
             arith.AddiOp(block.add(arith.MuliOp(linear, block.const(shape[-1]))), start)
         )
-        lane0 = block.add(arith.MuliOp(h, block.const(BLOCK)))
-        base = block.add(arith.AddiOp(block.add(arith.MuliOp(p, block.const(self.nr))), lane0))
         rows: list[SSAValue] = []
         for offset in range(BLOCK):
             column = block.add(arith.AddiOp(base, block.const(offset)))

@@ -19,6 +19,7 @@ packed point by point, with its clamps.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -37,13 +38,17 @@ class RowRun:
     load: loop.LoadOp
     dims: int
 
+    @property
+    def leading_indices(self) -> Sequence[SSAValue]:
+        """The load's indices before the run's."""
+        return self.load.indices[: -self.dims]
+
 
 def row_run(found: Contraction, lanes: int) -> RowRun | None:
     """How B's full panels can be packed by vector loads along its rows, or None."""
-    loads = [op for op in found.b.chain if isinstance(op, loop.LoadOp)]
-    if len(loads) != 1 or loads[0].result is not found.b.value:
+    load = found.b.direct_load()
+    if load is None:
         return None
-    load = loads[0]
     columns = found.args(found.columns)
     extents = [found.nest.shape[d] for d in found.columns]
     typ = load.buffer.type
@@ -85,8 +90,3 @@ def collapsed_source(run: RowRun) -> tuple[Operation, int]:
         properties={"reassociation": reassociation},
     )
     return collapse, length
-
-
-def leading_indices(run: RowRun) -> list[SSAValue]:
-    """The load's indices before the run (cloned by the caller)."""
-    return list(run.load.indices[: -run.dims])

@@ -34,10 +34,9 @@ def transposable_load(found: Contraction) -> loop.LoadOp | None:
     """B's single load when its full panels can be packed by 8x8 transposes, else None."""
     if found.reduce.shape[-1] % BLOCK:
         return None
-    loads = [op for op in found.b.chain if isinstance(op, loop.LoadOp)]
-    if len(loads) != 1 or loads[0].result is not found.b.value:
+    load = found.b.direct_load()
+    if load is None:
         return None
-    load = loads[0]
     innermost = found.reduce.body.block.args[-1]
     if load.indices[-1] is not innermost:
         return None

@@ -3,7 +3,7 @@ own small runtime (`parallel_runtime.c`).
 
 `convert-scf-to-openmp` turns each `scf.parallel` into an OpenMP parallel loop, and
 `convert-openmp-to-llvm` plus `mlir-translate` outline its body and call libomp's ABI
-(`__kmpc_fork_call`, `__kmpc_for_static_init_8u`, `__kmpc_barrier`, ...). The pinned
+(`__kmpc_fork_call`, `__kmpc_dispatch_next_8u`, `__kmpc_barrier`, ...). The pinned
 toolchain ships no libomp, and MLIR's async runtime (the other route, `async-parallel-for`)
 wakes its workers through condition variables for every loop: a memory-bound kernel on
 two cores ran at 1.4x of one core where a spinning pool reaches 2x. So the kernels' calls
