@@ -8,9 +8,9 @@
 // GONE-NOT: math.exp
 // GONE:     func.func @left_alone
 
-// tanh: x clamped to [-9, 9] (nsz: the zero's sign comes from x * P / Q), then c P(c^2) / Q(c^2) (multiply-adds LLVM may fuse), and
-// exactly +-1 (copysign) where |x| >= 9; a select, no branch, so the loop around it
-// vectorises.
+// tanh: x clamped to [-9, 9] (nsz: the zero's sign comes from x * P / Q), then
+// c P(c^2) / Q(c^2) (multiply-adds LLVM may fuse), and exactly +-1 where |x| >= 9, found as
+// c^2 >= 81 and made as c * f32(1/9); a select, no branch, so the loop around it vectorises.
 // CHECK-LABEL: func.func @tanh(
 // CHECK-SAME:  %[[X:.*]]: f32) -> f32 {
 // CHECK-NEXT:  %[[NINE:.*]] = arith.constant 9.000000e+00 : f32
@@ -24,10 +24,10 @@
 // CHECK:       %[[Q0:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK-NEXT:  %[[Q:.*]] = arith.addf %{{.*}}, %[[Q0]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[R:.*]] = arith.divf %[[CP]], %[[Q]] : f32
-// CHECK-NEXT:  %[[ABS:.*]] = math.absf %[[X]] : f32
-// CHECK-NEXT:  %[[SAT:.*]] = arith.cmpf oge, %[[ABS]], %[[NINE]] : f32
-// CHECK-NEXT:  %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
-// CHECK-NEXT:  %[[SIGNED:.*]] = math.copysign %[[ONE]], %[[X]] : f32
+// CHECK-NEXT:  %[[EIGHTY_ONE:.*]] = arith.constant 8.100000e+01 : f32
+// CHECK-NEXT:  %[[SAT:.*]] = arith.cmpf oge, %[[Z]], %[[EIGHTY_ONE]] : f32
+// CHECK-NEXT:  %[[NINTH:.*]] = arith.constant 0.111111112 : f32
+// CHECK-NEXT:  %[[SIGNED:.*]] = arith.mulf %[[C]], %[[NINTH]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[T:.*]] = arith.select %[[SAT]], %[[SIGNED]], %[[R]] : f32
 // CHECK-NEXT:  func.return %[[T]] : f32
 func.func @tanh(%x: f32) -> f32 {

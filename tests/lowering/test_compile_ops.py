@@ -1271,10 +1271,11 @@ def test_tanh_approximation_keeps_sign_of_zero() -> None:
 
 
 def test_tanh_approximation_inf_nan() -> None:
+    """Exactly +-1 from |x| = 9 on (the saturation select), NaN kept."""
     x = np.zeros(GRID_SIZE + 16, np.float32)
-    x[:3] = _f32(INF, -INF, NAN)
+    x[:9] = _f32(INF, -INF, NAN, 9, -9, 9.5, -30, 3e38, -3e38)
     got = _compile(APPROX, "tanh")(x)
-    np.testing.assert_array_equal(got[:3], _f32(1, -1, NAN))
+    np.testing.assert_array_equal(got[:9], _f32(1, -1, NAN, 1, -1, 1, -1, 1, -1))
 
 
 def test_erf_approximation_dense_grid() -> None:
