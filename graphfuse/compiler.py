@@ -144,6 +144,7 @@ def _to_upstream(module: ModuleOp, options: CompileOptions) -> str:
 def _to_upstream_module(module: ModuleOp, options: CompileOptions) -> None:
     from graphfuse.lowering.approximate_math import ApproximateMathPass
     from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
+    from graphfuse.lowering.interleave_loops import InterleaveLoopsPass
     from graphfuse.lowering.invariant_reciprocals import InvariantReciprocalsPass
     from graphfuse.lowering.matmul_tiling import TileMatmulPass
     from graphfuse.lowering.prefetch_rows import PrefetchRowsPass
@@ -160,6 +161,7 @@ def _to_upstream_module(module: ModuleOp, options: CompileOptions) -> None:
     PrefetchRowsPass().apply(ctx, module)
     InvariantReciprocalsPass().apply(ctx, module)
     ApproximateMathPass().apply(ctx, module)
+    InterleaveLoopsPass(lanes=lanes).apply(ctx, module)
 
 
 def to_gpu(module: ModuleOp, options: CompileOptions, entry: str | None = None) -> Signature | None:

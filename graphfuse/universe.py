@@ -107,6 +107,12 @@ def _get_approximate_math() -> type[ModulePass]:
     return ApproximateMathPass
 
 
+def _get_interleave_loops() -> type[ModulePass]:
+    from graphfuse.lowering.interleave_loops import InterleaveLoopsPass
+
+    return InterleaveLoopsPass
+
+
 ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {
     "graph": _get_graph_dialect,
     "loop": _get_loop_dialect,
@@ -122,6 +128,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-loop-to-upstream": _get_convert_loop_to_upstream,
     "convert-loop-to-gpu": _get_convert_loop_to_gpu,
     "graphfuse-approximate-math": _get_approximate_math,
+    "graphfuse-interleave-loops": _get_interleave_loops,
     "graphfuse-invariant-reciprocals": _get_invariant_reciprocals,
     "graphfuse-prefetch-rows": _get_prefetch_rows,
     "loop-split-epilogues": _get_split_epilogues,

@@ -1,0 +1,114 @@
+"""graphfuse-interleave-loops: ask LLVM to interleave the vectorised loops of heavy scalar
+bodies four ways (`llvm.loop.interleave.count` on the loop's back edge).
+
+LLVM's loop vectoriser interleaves a loop (runs several vector iterations side by side)
+only while its body is small; a body past its small-loop cost gets one vector iteration
+at a time. An elementwise or row body with an exp, sigmoid, tanh, erf or GELU expansion
+(approximate_math) is 25-65 vector ops with a dependency chain of 40-60 cycles, and run
+one iteration at a time the out-of-order window fills with that chain's waiting ops
+before the next iteration's independent ones are seen. Four interleaved iterations
+write the four chains' ops side by side, so each dispatch group has independent work.
+Side by side on the project's 2-core AVX2 machine (4096x1024, 2 threads, best of 300 calls):
+the elementwise-chain workload 2.40 -> 1.91 ms, sigmoid 1.31 -> 0.96, GELU (tanh) 1.75
+-> 1.34, GELU (erf) 1.37 -> 0.95, exp 0.92 -> 0.76; a light body (x * a + b, which LLVM
+already interleaves) and softmax (whose heavy loop reduces, which LLVM interleaves) were
+unchanged. Counts of 2 and 8 measured: 2 gave about half the gain, 8 none over 4.
+
+The annotation goes on innermost `scf.for` loops whose bodies are scalar (the loops LLVM
+vectorises: the matmul tiles' loops over explicit vectors are left alone), hold at least
+MIN_OPS ops that compute (constants, loads, stores, yields and index arithmetic do not
+count) and run at least 2 * count * lanes iterations when their bounds are constants, so
+the interleaved vector loop runs more than once. `convert-scf-to-cf` carries the
+attribute to the back-edge branch and `mlir-translate` to the `!llvm.loop` metadata.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import IndexType, IntAttr, IntegerAttr, ModuleOp, VectorType
+from xdsl.ir import Operation, ParametrizedAttribute, SSAValue
+from xdsl.irdl import irdl_attr_definition
+from xdsl.passes import ModulePass
+from xdsl.printer import Printer
+
+MIN_OPS = 20
+"""LLVM's own cut (its small-loop cost) is 20; tanh's body, 26 ops, is the smallest heavy
+one, and LLVM still interleaves it twice by itself."""
+
+_NOT_COUNTED = (arith.ConstantOp, memref.LoadOp, memref.StoreOp, scf.YieldOp)
+
+
+@irdl_attr_definition
+class LoopInterleaveAnnotation(ParametrizedAttribute):
+    """Upstream MLIR's `#llvm.loop_annotation` with only an interleave count (xDSL has no
+    loop annotations), printed for mlir-opt:
+    `#llvm.loop_annotation<interleave = #llvm.loop_interleave<count = 4 : i32>>`."""
+
+    name = "llvm.loop_annotation"
+
+    count: IntAttr
+
+    def __init__(self, count: int):
+        super().__init__(IntAttr(count))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(
+            f"<interleave = #llvm.loop_interleave<count = {self.count.data} : i32>>"
+        )
+
+
+def _constant(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def _trip_count(loop: scf.ForOp) -> int | None:
+    bounds = [_constant(v) for v in (loop.lb, loop.ub, loop.step)]
+    low, high, step = bounds
+    if low is None or high is None or step is None or step <= 0:
+        return None
+    return max(0, -(-(high - low) // step))
+
+
+def _computes(op: Operation) -> bool:
+    if isinstance(op, _NOT_COUNTED):
+        return False
+    return any(not isinstance(r.type, IndexType) for r in op.results)
+
+
+def _heavy_scalar_body(loop: scf.ForOp) -> bool:
+    """Innermost, scalar throughout, and at least MIN_OPS computing ops."""
+    counted = 0
+    for op in loop.body.walk():
+        if isinstance(op, scf.ForOp | scf.ParallelOp):
+            return False
+        values = (*op.operands, *op.results)
+        if any(isinstance(v.type, VectorType) for v in values):
+            return False
+        counted += _computes(op)
+    return counted >= MIN_OPS
+
+
+@dataclass(frozen=True)
+class InterleaveLoopsPass(ModulePass):
+    """Interleave-count annotations on the innermost scalar loops with heavy bodies."""
+
+    name = "graphfuse-interleave-loops"
+
+    count: int = 4
+    lanes: int = 8
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        annotation = LoopInterleaveAnnotation(self.count)
+        for loop in op.walk():
+            if not isinstance(loop, scf.ForOp) or not _heavy_scalar_body(loop):
+                continue
+            trips = _trip_count(loop)
+            if trips is not None and trips < 2 * self.count * self.lanes:
+                continue
+            loop.attributes["loop_annotation"] = annotation
