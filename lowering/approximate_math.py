@@ -21,12 +21,13 @@ Upstream MLIR has such expansions only in a test pass; these are written here:
 - exp: x clamped above to 89 (unless x <= 0 is known, as softmax's x - max(x) is; see
   max_bounds) and below to -126 ln2, each as one vminps/vmaxps that keeps NaN; Cody-Waite
   range reduction x = n ln2 + r (|r| <= ln2/2, ln2 split in two so n ln2 is exact, n
-  rounded by adding 1.5 * 2^23); a degree-6 polynomial 1 + r + r^2 P(r) (P is graphfuse's
+  rounded by adding 1.5 * 2^23 + 126, which leaves the scale's exponent field in the sum's
+  low bits); a degree-6 polynomial 1 + r + r^2 P(r) (P is graphfuse's
   own Lawson-weighted minimax fit, 3e-9 relative error before rounding), computed as
   2 exp(r) by Estrin's scheme and scaled by 2^(n-1) built in the exponent bits, so
   n = 128 stays a normal scale and exp(x > 88.72) overflows to inf in the product itself,
   while n = -126 (every x < -86.99) makes the scale 0 and the result exactly 0, flushing
-  the few results under 1.7e-38. Max relative error 1.7e-7. About 17 vector ops per 8
+  the few results under 1.7e-38. Max relative error 1.7e-7. About 16 vector ops per 8
   lanes, 12 of them multiplies or multiply-adds, with a dependency chain of 3 steps
   through the polynomial (it was 22 ops with Cephes' degree 7, an explicit * 2, and
   compare-selects for overflow and underflow).
@@ -169,10 +170,12 @@ def _exp(x: SSAValue) -> _Builder:
         x = b.add(arith.SelectOp(b.add(arith.CmpfOp(limit, x, "olt")), limit, x))
     lowest = b.const(_EXP_LOWEST)
     x = b.add(arith.SelectOp(b.add(arith.CmpfOp(x, lowest, "olt")), lowest, x))
-    # n = round(x / ln2) by the magic-number trick: adding 1.5 * 2^23 leaves n in the low
-    # mantissa bits of t (as 0x4B400000 + n), so t << 23 is n << 23 without a conversion.
-    t = b.add(arith.AddfOp(b.mul(x, b.const(1.4426950408889634)), b.const(_EXP_ROUNDER), _CONTRACT))
-    n = b.add(arith.SubfOp(t, b.const(_EXP_ROUNDER)))
+    # n = round(x / ln2) by the magic-number trick: adding 1.5 * 2^23 + 126 leaves n + 126 in
+    # the low mantissa bits of t (as 0x4B400000 + n + 126; n + 126 is in [0, 254]), so
+    # t << 23 is the exponent field of 2^(n-1) without a conversion or an integer add.
+    rounder = b.const(_EXP_ROUNDER + 126)
+    t = b.add(arith.AddfOp(b.mul(x, b.const(1.4426950408889634)), rounder, _CONTRACT))
+    n = b.add(arith.SubfOp(t, rounder))
     r = b.add(arith.SubfOp(x, b.mul(n, b.const(_EXP_LN2_HIGH)), _CONTRACT))
     r = b.add(arith.SubfOp(r, b.mul(n, b.const(_EXP_LN2_LOW)), _CONTRACT))
     # 2 exp(r) = 2 + 2r + r^2 (2P(r)) by Estrin's scheme: doubling is exact and spares the
@@ -181,10 +184,7 @@ def _exp(x: SSAValue) -> _Builder:
     twice = b.estrin(r, (*_EXP_P, 2.0, 2.0))
     i32 = IntegerType(32)
     bits = b.add(arith.ShLIOp(b.add(arith.BitcastOp(t, i32)), b.int32(23)))
-    half_scale = b.add(
-        arith.BitcastOp(b.add(arith.AddiOp(bits, b.int32(126 << 23))), Float32Type())
-    )
-    b.mul(twice, half_scale)
+    b.mul(twice, b.add(arith.BitcastOp(bits, Float32Type())))
     return b
 
 

@@ -57,11 +57,12 @@ func.func @erf(%x: f32) -> f32 {
 
 // exp: x clamped above to 89 as `89 < x ? 89 : x` and below to -126 ln2 as
 // `x < -87.34 ? -87.34 : x` (each keeps NaN and is one vminps/vmaxps), n = round(x / ln2) by
-// adding 1.5 * 2^23, r = x - n ln2 in two steps, 2 exp(r) = 2 + 2r + r^2 2P(r) by Estrin's
+// adding 1.5 * 2^23 + 126 (0x4B40007E: t's low bits hold n + 126, 126 being the exponent
+// bias less one), r = x - n ln2 in two steps, 2 exp(r) = 2 + 2r + r^2 2P(r) by Estrin's
 // scheme ((a + b r) pairs, then pairs of those with r^2, then with r^4: multiply-adds LLVM may
-// fuse), times 2^(n-1) from t's low bits shifted into the exponent
-// (126 << 23 = 1056964608 is the bias less one), so exp(x > 88.72) overflows to inf in that
-// product, and n = -126 (every x below -86.99) makes the scale, and the result, 0.
+// fuse), times 2^(n-1), which is t's low bits shifted into the exponent, so exp(x > 88.72)
+// overflows to inf in that product, and n = -126 (every x below -86.99) makes the scale, and
+// the result, 0.
 // CHECK-LABEL: func.func @exp(
 // CHECK-SAME:  %[[X:.*]]: f32) -> f32 {
 // CHECK-NEXT:  %[[LIMIT:.*]] = arith.constant 8.900000e+01 : f32
@@ -70,11 +71,11 @@ func.func @erf(%x: f32) -> f32 {
 // CHECK-NEXT:  %[[LOW:.*]] = arith.constant -87.3365479 : f32
 // CHECK-NEXT:  %[[UNDER:.*]] = arith.cmpf olt, %[[XH]], %[[LOW]] : f32
 // CHECK-NEXT:  %[[XC:.*]] = arith.select %[[UNDER]], %[[LOW]], %[[XH]] : f32
-// CHECK:       %[[XL:.*]] = arith.mulf %[[XC]], %{{.*}} fastmath<contract> : f32
-// CHECK-NEXT:  %[[ROUNDER:.*]] = arith.constant 0x4B400000 : f32
+// CHECK-NEXT:  %[[ROUNDER:.*]] = arith.constant 0x4B40007E : f32
+// CHECK-NEXT:  %[[LOG2E:.*]] = arith.constant 1.44269502 : f32
+// CHECK-NEXT:  %[[XL:.*]] = arith.mulf %[[XC]], %[[LOG2E]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[T:.*]] = arith.addf %[[XL]], %[[ROUNDER]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[ROUNDER2:.*]] = arith.constant 0x4B400000 : f32
-// CHECK-NEXT:  %[[N:.*]] = arith.subf %[[T]], %[[ROUNDER2]] : f32
+// CHECK-NEXT:  %[[N:.*]] = arith.subf %[[T]], %[[ROUNDER]] : f32
 // CHECK-NEXT:  %[[HIGH:.*]] = arith.constant 0.693359375 : f32
 // CHECK-NEXT:  %[[NH:.*]] = arith.mulf %[[N]], %[[HIGH]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[R1:.*]] = arith.subf %[[XC]], %[[NH]] fastmath<contract> : f32
@@ -103,9 +104,7 @@ func.func @erf(%x: f32) -> f32 {
 // CHECK-NEXT:  %[[TI:.*]] = arith.bitcast %[[T]] : f32 to i32
 // CHECK-NEXT:  %[[C23:.*]] = arith.constant 23 : i32
 // CHECK-NEXT:  %[[BITS:.*]] = arith.shli %[[TI]], %[[C23]] : i32
-// CHECK-NEXT:  %[[BIAS:.*]] = arith.constant 1056964608 : i32
-// CHECK-NEXT:  %[[SB:.*]] = arith.addi %[[BITS]], %[[BIAS]] : i32
-// CHECK-NEXT:  %[[HALF:.*]] = arith.bitcast %[[SB]] : i32 to f32
+// CHECK-NEXT:  %[[HALF:.*]] = arith.bitcast %[[BITS]] : i32 to f32
 // CHECK-NEXT:  %[[V:.*]] = arith.mulf %[[Y]], %[[HALF]] fastmath<contract> : f32
 // CHECK-NEXT:  func.return %[[V]] : f32
 func.func @exp(%x: f32) -> f32 {
