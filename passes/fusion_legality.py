@@ -8,7 +8,12 @@ Pure predicates over a `Plan` with the change applied (see `fusion_refine`):
   close a cycle: they already depended on everything the copies read);
 - no multiplied work. Inside one kernel a value is recomputed wherever it is read, so
   * an op read by matmul, conv2d or pooling (a prologue) would be recomputed for every
-    output the anchor computes from it: never fused that way;
+    output the anchor computes from it: never fused that way, unless it and everything
+    upstream of it in the kernel are transposes. Those become a permutation of the
+    anchor's load indices, with nothing recomputed: attention's `K^T` is read in place by
+    its matmul, as onnxruntime's MatMul reads a transposed B. (A reshape would be an index
+    map too, but its div/mod indices keep loop-tile-matmul from tiling the nest: BERT's
+    layer went from 47 to 396 ms.);
   * an anchor's result may only flow on elementwise, at its own shape (TVM's
     out-elemwise-fusable epilogue): otherwise it would have to be stored anyway;
   * a reduction may feed the ops after it (reduction stitching, option `stitch`) only
@@ -22,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind
 from graphfuse.passes.dataflow import DataflowGraph
 from graphfuse.passes.kernel_plan import Plan
@@ -29,6 +35,7 @@ from graphfuse.passes.post_dominators import combine
 
 K = FusionKind
 _EPILOGUE = (K.ELEMWISE, K.BROADCAST)
+_INDEX_ONLY = (graph.TransposeOp,)
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,7 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
         for producer in dag.nodes[node].inputs:
             if producer not in inside:
                 continue
-            if kind is K.OUT_ELEMWISE_FUSABLE:
+            if kind is K.OUT_ELEMWISE_FUSABLE and not _index_only(dag, producer, inside):
                 found.add((producer, node))
             epilogue = kind in _EPILOGUE and _edge_kind(dag, producer, node) is K.ELEMWISE
             if not epilogue:
@@ -78,6 +85,20 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
             if source is not None and size > source:
                 found.add((reduction, node))
     return found
+
+
+def _index_only(dag: DataflowGraph, node: int, inside: set[int]) -> bool:
+    """`node` and every op upstream of it inside the kernel are transposes."""
+    pending, seen = [node], set[int]()
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if not isinstance(dag.nodes[current].op, _INDEX_ONLY):
+            return False
+        pending.extend(p for p in dag.nodes[current].inputs if p in inside)
+    return True
 
 
 def _describe(dag: DataflowGraph, pair: tuple[int, int]) -> str:

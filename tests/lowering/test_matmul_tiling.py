@@ -343,3 +343,47 @@ func.func @main(%x: tensor<30x96xf32>) -> tensor<30x40xf32> {{
     for _ in range(3):
         x = rng.standard_normal((30, 96)).astype(np.float32)
         np.testing.assert_allclose(compiled(x), np.maximum(x @ w, 0), rtol=1e-5, atol=1e-4)
+
+
+def _transposed_operands(
+    a: tuple[int, ...], b: tuple[int, ...], perm_a: list[int] | None, perm_b: list[int] | None
+) -> str:
+    lines, names, shapes = [], [], []
+    for name, shape, perm in (("a", a, perm_a), ("b", b, perm_b)):
+        if perm is None:
+            names.append(f"%{name}")
+            shapes.append(shape)
+            continue
+        moved = tuple(shape[i] for i in perm)
+        lines.append(f"  %{name}t = graph.transpose %{name} perm = {perm} : {_t(*shape)} -> {_t(*moved)}")
+        names.append(f"%{name}t")
+        shapes.append(moved)
+    out = _t(*shapes[0][:-1], shapes[1][-1])
+    return f"""func.func @main(%a: {_t(*a)}, %b: {_t(*b)}) -> {out} {{
+{chr(10).join(lines)}
+  %y = graph.matmul {names[0]}, {names[1]} : ({_t(*shapes[0])}, {_t(*shapes[1])}) -> {out}
+  func.return %y : {out}
+}}
+"""
+
+
+TRANSPOSED = {
+    "K^T": ((2, 3, 40, 24), (2, 3, 56, 24), None, [0, 1, 3, 2]),
+    "A^T": ((2, 3, 24, 40), (2, 3, 24, 56), [0, 1, 3, 2], None),
+    "heads of A": ((2, 40, 3, 24), (2, 3, 24, 56), [0, 2, 1, 3], None),
+    "heads of B": ((2, 3, 40, 24), (2, 24, 3, 56), None, [0, 2, 1, 3]),
+    "both 2-D": ((96, 200), (144, 96), [1, 0], [1, 0]),
+}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", list(TRANSPOSED))
+def test_transposed_operands_fuse_and_stay_tiled(case: str, threads: int) -> None:
+    """A transpose feeding a matmul is fused into its kernel (fusion_legality) and read
+    through permuted indices by the tiled micro-kernel."""
+    text = _transposed_operands(*TRANSPOSED[case])
+    options = CompileOptions(threads=threads)
+    fused = lower_to(parse_text(text, "mm"), Stage.GRAPH, options)
+    assert fused.count("graph.fused") == 1, fused
+    assert "vector.fma" in lower_to(parse_text(text, "mm"), Stage.UPSTREAM, options)
+    compile_and_compare(parse_text(text, "mm"), options=options)

@@ -201,3 +201,62 @@ def test_plan_cached_costs_match_fresh_ones_after_changes():
         cached = plan.cost(kernel)
         del plan.costs[kernel]
         assert plan.cost(kernel) == cached
+
+
+_Q = "tensor<2x16x8xf32>"
+_KT = "tensor<2x8x16xf32>"
+_S = "tensor<2x16x16xf32>"
+
+
+def _anchor_prologue(producers: str) -> set[tuple[int, int]]:
+    """The violations of one kernel of `producers` and the matmul of %q with their %kt."""
+    body = f"{producers}\n  %s = graph.matmul %q, %kt : ({_Q}, {_KT}) -> {_S}"
+    function = _function(body, f"%q: {_Q}, %k: {_Q}", "%s", _S)
+    dag = DataflowGraph.from_block(function.body.block)
+    return violations(dag, range(len(dag)), stitch=True)
+
+
+def test_violations_let_a_transpose_into_its_matmul():
+    """Attention's K^T: a permutation of the matmul's load indices, nothing recomputed."""
+    transpose = f"  %kt = graph.transpose %k perm = [0, 2, 1] : {_Q} -> {_KT}"
+    assert _anchor_prologue(transpose) == set()
+    # Two transposes in a row are still only a permutation.
+    twice = "\n".join(
+        [
+            f"  %k2 = graph.transpose %k perm = [0, 2, 1] : {_Q} -> {_KT}",
+            f"  %k3 = graph.transpose %k2 perm = [0, 2, 1] : {_KT} -> {_Q}",
+            f"  %kt = graph.transpose %k3 perm = [0, 2, 1] : {_Q} -> {_KT}",
+        ]
+    )
+    assert _anchor_prologue(twice) == set()
+
+
+def test_violations_keep_arithmetic_and_reshapes_out_of_a_matmul():
+    """Arithmetic upstream of the transpose would be recomputed per use; a reshape's div/mod
+    indices keep loop-tile-matmul from tiling the nest."""
+    computed = "\n".join(
+        [
+            f"  %e = graph.exp %k : {_Q}",
+            f"  %kt = graph.transpose %e perm = [0, 2, 1] : {_Q} -> {_KT}",
+        ]
+    )
+    assert len(_anchor_prologue(computed)) == 1
+    reshaped = f"  %kt = graph.reshape %k : {_Q} -> {_KT}"
+    assert len(_anchor_prologue(reshaped)) == 1
+
+
+def test_graph_fuse_puts_attention_transpose_in_the_matmul_kernel():
+    body = "\n".join(
+        [
+            f"  %kt = graph.transpose %k perm = [0, 2, 1] : {_Q} -> {_KT}",
+            f"  %s = graph.matmul %q, %kt : ({_Q}, {_KT}) -> {_S}",
+        ]
+    )
+    function = _function(body, f"%q: {_Q}, %k: {_Q}", "%s", _S)
+    fuse_function(function, 256, RefineOptions(LIMITS))
+    kernels = [op for op in function.body.block.ops if op.name == "graph.fused"]
+    assert len(kernels) == 1
+    assert [op.name for op in kernels[0].regions[0].block.ops][:2] == [
+        "graph.transpose",
+        "graph.matmul",
+    ]
