@@ -387,3 +387,23 @@ def test_transposed_operands_fuse_and_stay_tiled(case: str, threads: int) -> Non
     assert fused.count("graph.fused") == 1, fused
     assert "vector.fma" in lower_to(parse_text(text, "mm"), Stage.UPSTREAM, options)
     compile_and_compare(parse_text(text, "mm"), options=options)
+
+
+def _kernel_buffers(text: str) -> list[str]:
+    upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, CompileOptions(threads=1))
+    signature = next(line for line in upstream.splitlines() if "func.func @fused" in line)
+    return re.findall(r"memref<([^>]*)>", signature)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_read_in_place_when_its_rows_are_packed_rows(threads: int) -> None:
+    """A plain A[batch, m, k] is read where it is (no packed copy, no scratch for it);
+    an A read through a transpose is still packed. Both give the reference's results."""
+    plain = _transposed_operands((2, 3, 40, 24), (2, 3, 24, 56), None, None)
+    # A, B, the result and B's panels (6 batch points, 4 panels of 16 columns): no Ap.
+    buffers = ["2x3x40x24xf32", "2x3x24x56xf32", "2x3x40x56xf32", "6x4x24x16xf32"]
+    assert _kernel_buffers(plain) == buffers
+    transposed = _transposed_operands(*TRANSPOSED["A^T"])
+    assert "6x40x24xf32" in _kernel_buffers(transposed)
+    for text in (plain, transposed, _matmul_bias_relu((3,), 20, 40, 33, True)):
+        compile_and_compare(parse_text(text, "mm"), options=CompileOptions(threads=threads))
