@@ -407,3 +407,24 @@ def test_a_read_in_place_when_its_rows_are_packed_rows(threads: int) -> None:
     assert "6x40x24xf32" in _kernel_buffers(transposed)
     for text in (plain, transposed, _matmul_bias_relu((3,), 20, 40, 33, True)):
         compile_and_compare(parse_text(text, "mm"), options=CompileOptions(threads=threads))
+
+
+def _batched_matmul(m: int) -> str:
+    a, b, out = _t(4, m, 64), _t(4, 64, 200), _t(4, m, 200)
+    return f"""func.func @main(%a: {a}, %b: {b}) -> {out} {{
+  %y = graph.matmul %a, %b : ({a}, {b}) -> {out}
+  func.return %y : {out}
+}}
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_single_row_block_packs_its_panels_in_its_tasks(threads: int) -> None:
+    """With one row block (M = 60: 10 tiles) each task packs its own panels before its
+    tiles: one parallel loop, not a packing one first; with M = 200 (two row blocks
+    share each panel) B is packed by a parallel loop of its own. Both match."""
+    for m, loops in ((60, 1), (200, 2)):
+        text = _batched_matmul(m)
+        upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, CompileOptions(threads=2))
+        assert upstream.count("scf.parallel") == loops
+        compile_and_compare(parse_text(text, "mm"), options=CompileOptions(threads=threads))
