@@ -35,7 +35,7 @@ from graphfuse.passes.post_dominators import combine
 
 K = FusionKind
 _EPILOGUE = (K.ELEMWISE, K.BROADCAST)
-_INDEX_ONLY = (graph.TransposeOp,)
+_PERMUTATIONS = (graph.TransposeOp,)
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
         for producer in dag.nodes[node].inputs:
             if producer not in inside:
                 continue
-            if kind is K.OUT_ELEMWISE_FUSABLE and not _index_only(dag, producer, inside):
+            if kind is K.OUT_ELEMWISE_FUSABLE and not _transposes_only(dag, producer, inside):
                 found.add((producer, node))
             epilogue = kind in _EPILOGUE and _edge_kind(dag, producer, node) is K.ELEMWISE
             if not epilogue:
@@ -87,7 +87,7 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
     return found
 
 
-def _index_only(dag: DataflowGraph, node: int, inside: set[int]) -> bool:
+def _transposes_only(dag: DataflowGraph, node: int, inside: set[int]) -> bool:
     """`node` and every op upstream of it inside the kernel are transposes."""
     pending, seen = [node], set[int]()
     while pending:
@@ -95,7 +95,7 @@ def _index_only(dag: DataflowGraph, node: int, inside: set[int]) -> bool:
         if current in seen:
             continue
         seen.add(current)
-        if not isinstance(dag.nodes[current].op, _INDEX_ONLY):
+        if not isinstance(dag.nodes[current].op, _PERMUTATIONS):
             return False
         pending.extend(p for p in dag.nodes[current].inputs if p in inside)
     return True

@@ -428,3 +428,22 @@ def test_single_row_block_packs_its_panels_in_its_tasks(threads: int) -> None:
         upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, CompileOptions(threads=2))
         assert upstream.count("scf.parallel") == loops
         compile_and_compare(parse_text(text, "mm"), options=CompileOptions(threads=threads))
+
+
+def test_transposed_input_fuses_into_convolution_and_pooling() -> None:
+    """An NHWC input transposed to NCHW for a convolution and a max-pool: one kernel
+    reading it through permuted indices, the convolution still tiled, both results the
+    reference's."""
+    x, xt = _t(1, 28, 28, 32), _t(1, 32, 28, 28)
+    w, y, p = _t(64, 32, 3, 3), _t(1, 64, 28, 28), _t(1, 32, 14, 14)
+    text = f"""func.func @main(%x: {x}, %w: {w}) -> ({y}, {p}) {{
+  %t = graph.transpose %x perm = [0, 3, 1, 2] : {x} -> {xt}
+  %y = graph.conv2d %t, %w strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : ({xt}, {w}) -> {y}
+  %p = graph.max_pool2d %t kernel = [2, 2] strides = [2, 2] padding = [0, 0, 0, 0] : {xt} -> {p}
+  func.return %y, %p : {y}, {p}
+}}
+"""
+    options = CompileOptions(threads=2)
+    assert lower_to(parse_text(text, "c"), Stage.GRAPH, options).count("graph.fused") == 1
+    assert "vector.fma" in lower_to(parse_text(text, "c"), Stage.UPSTREAM, options)
+    compile_and_compare(parse_text(text, "c"), options=options)
