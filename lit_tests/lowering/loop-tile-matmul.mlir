@@ -4,16 +4,16 @@
 // REQUIRES: mlir-opt
 
 // relu(A @ B + bias), 24x96 @ 96x40 (convert-graph-to-loop's form of it): the kernel gains
-// two scratch buffers for the packed factors, Ap[1][24][96] and Bp[1][3][96][16] (three
-// 16-column panels, the last padded), which the caller passes and counts.
+// a scratch buffer for the packed B, Bp[1][3][96][16] (three 16-column panels, the last
+// padded), which the caller passes and counts. A, read at [m, k], is read in place.
 // CHECK-LABEL: loop.kernel @fused_matmul_add_relu {
-// CHECK-NEXT:  ^bb0(%{{.*}}: memref<24x96xf32>, %{{.*}}: memref<96x40xf32>, %{{.*}}: memref<40xf32>, %{{.*}}: memref<24x40xf32>, %[[AP:.*]]: memref<1x24x96xf32>, %[[BP:.*]]: memref<1x3x96x16xf32>):
+// CHECK-NEXT:  ^bb0(%[[A:.*]]: memref<24x96xf32>, %{{.*}}: memref<96x40xf32>, %{{.*}}: memref<40xf32>, %{{.*}}: memref<24x40xf32>, %[[BP:.*]]: memref<1x3x96x16xf32>):
 // CHECK-NOT:   loop.reduce
 // The 6x16 tile: per k, two vector loads of the panel, six broadcasts of A, twelve FMAs.
 // CHECK:       scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK-NEXT:    vector.load %[[BP]]
 // CHECK-NEXT:    vector.load %[[BP]]
-// CHECK-NEXT:    memref.load %[[AP]]
+// CHECK-NEXT:    loop.load %[[A]]
 // CHECK-NEXT:    vector.broadcast
 // CHECK-NEXT:    vector.fma
 // CHECK-NEXT:    vector.fma
@@ -23,11 +23,11 @@
 // CHECK-NEXT:  arith.maximumf
 // CHECK-NEXT:  loop.store
 // CHECK-LABEL: func.func @main(
-// CHECK-SAME:  memref<1x24x96xf32>, %[[S2:.*]]: memref<1x3x96x16xf32>) attributes {graphfuse.outputs = 1 : i64, graphfuse.scratch = 2 : i64}
+// CHECK-SAME:  memref<24x40xf32>, %[[S1:.*]]: memref<1x3x96x16xf32>) attributes {graphfuse.outputs = 1 : i64, graphfuse.scratch = 1 : i64}
 // CHECK-NEXT:  loop.call @fused_matmul_add_relu(
 
-// With threads, the tiles' tasks are an scf.parallel; packing this small (one group of
-// rows, one group of panels) stays a plain loop.
+// With threads, the tiles' tasks are an scf.parallel; with one row block each task packs
+// its own panels, so there is no other parallel loop.
 // PAR-COUNT-1: "scf.parallel"
 // PAR-NOT:     "scf.parallel"
 
