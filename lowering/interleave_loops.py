@@ -29,11 +29,12 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import IndexType, IntAttr, IntegerAttr, ModuleOp, VectorType
-from xdsl.ir import Operation, ParametrizedAttribute, SSAValue
+from xdsl.dialects.builtin import IndexType, IntAttr, ModuleOp, VectorType
+from xdsl.ir import Operation, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
+from xdsl.transforms.canonicalization_patterns.utils import const_evaluate_operand
 
 MIN_OPS = 20
 """LLVM's own cut (its small-loop cost) is 20; tanh's body, 26 ops, is the smallest heavy
@@ -61,16 +62,8 @@ class LoopInterleaveAnnotation(ParametrizedAttribute):
         )
 
 
-def _constant(value: SSAValue) -> int | None:
-    owner = value.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-        return owner.value.value.data
-    return None
-
-
 def _trip_count(loop: scf.ForOp) -> int | None:
-    bounds = [_constant(v) for v in (loop.lb, loop.ub, loop.step)]
-    low, high, step = bounds
+    low, high, step = (const_evaluate_operand(v) for v in (loop.lb, loop.ub, loop.step))
     if low is None or high is None or step is None or step <= 0:
         return None
     return max(0, -(-(high - low) // step))

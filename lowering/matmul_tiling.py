@@ -169,9 +169,6 @@ class _Tiler:
         self.packed_b = entry.insert_arg(b_slots, len(entry.args))
         self.slot_counts = (a_slots.get_shape()[0], b_slots.get_shape()[0])
         constants: set[SSAValue] = {entry.args[n] for n in self.constant_positions}
-        packs: list[tuple[Operand, Callable[[_Emitter], None]]] = [(found.b, self._pack_all_b)]
-        if not self.a_direct:
-            packs.insert(0, (found.a, self._pack_all_a))
         full = found.m // MR
         # Row blocks of up to 16 tiles (one block for a short GEMM); then the panels are
         # split too, until there are MIN_TASKS tasks. The row tail joins the last block.
@@ -186,8 +183,11 @@ class _Tiler:
             and (self.b_batched or points == 1)
             and not reads_constants(found.b, constants)
         )
-        if self.b_in_task:
-            packs.pop()
+        packs: list[tuple[Operand, Callable[[_Emitter], None]]] = []
+        if not self.a_direct:
+            packs.append((found.a, self._pack_all_a))
+        if not self.b_in_task:
+            packs.append((found.b, self._pack_all_b))
         for operand, pack in packs:
             if not reads_constants(operand, constants):
                 pack(em)
@@ -358,14 +358,21 @@ class _Tiler:
         groups = -(-self.panels // PACK_PANELS)
         slot, group = em.divide(task, groups)
         first, last_panel = em.chunk(group, PACK_PANELS, self.panels)
-        self._pack_b_panels(em, slot, first, last_panel)
+        mapping = self._batch(em, slot) if self.b_batched else {}
+        self._pack_b_panels(em, slot, (first, last_panel), mapping)
 
     def _pack_b_panels(
-        self, em: _Emitter, slot: SSAValue, first: SSAValue, last_panel: SSAValue
+        self,
+        em: _Emitter,
+        slot: SSAValue,
+        span: tuple[SSAValue, SSAValue],
+        batch: Mapping,
     ) -> None:
-        """`_pack_b` for the panels first..last_panel of batch slot `slot`."""
+        """`_pack_b` for the panels span[0]..span[1] of batch slot `slot`, whose batch
+        indices `batch` gives (empty for a B shared by every batch point)."""
         found = self.found
-        mapping = self._batch(em, slot) if self.b_batched else {}
+        first, last_panel = span
+        mapping = dict(batch)
         columns_fastest = self._columns_fastest()
         run = row_run(found, self.lanes) if columns_fastest else None
         load = None if columns_fastest else transposable_load(found)
@@ -498,7 +505,8 @@ class _Tiler:
         panel = panel_loop.block.args[0]
         if self.b_in_task:
             next_panel = panel_loop.add(arith.AddiOp(panel, panel_loop.const(1)))
-            self._pack_b_panels(panel_loop, self.slots[1], panel, next_panel)
+            batch = mapping if self.b_batched else {}
+            self._pack_b_panels(panel_loop, self.slots[1], (panel, next_panel), batch)
         if full:
             _, rows = panel_loop.loop(first, last)
             row0 = rows.add(arith.MuliOp(rows.block.args[0], rows.const(MR)))
