@@ -58,11 +58,10 @@ func.func @erf(%x: f32) -> f32 {
 // exp: x clamped above to 89 as `89 < x ? 89 : x` and below to -126 ln2 as
 // `x < -87.34 ? -87.34 : x` (each keeps NaN and is one vminps/vmaxps), n = round(x / ln2) by
 // adding 1.5 * 2^23 + 126 (0x4B40007E: t's low bits hold n + 126, 126 being the exponent
-// bias less one), r = x - n ln2 in two steps, 2 exp(r) = 2 + 2r + r^2 2P(r) by Estrin's
-// scheme ((a + b r) pairs, then pairs of those with r^2, then with r^4: multiply-adds LLVM may
-// fuse), times 2^(n-1), which is t's low bits shifted into the exponent, so exp(x > 88.72)
-// overflows to inf in that product, and n = -126 (every x below -86.99) makes the scale, and
-// the result, 0.
+// bias less one), r = x - n ln2 in two steps, 2 exp(r) as a degree-5 polynomial by
+// Horner's scheme (multiply-adds LLVM may fuse), times 2^(n-1), which is t's low bits
+// shifted into the exponent, so exp(x > 88.72) overflows to inf in that product, and
+// n = -126 (every x below -86.99) makes the scale, and the result, 0.
 // CHECK-LABEL: func.func @exp(
 // CHECK-SAME:  %[[X:.*]]: f32) -> f32 {
 // CHECK-NEXT:  %[[LIMIT:.*]] = arith.constant 8.900000e+01 : f32
@@ -80,27 +79,22 @@ func.func @erf(%x: f32) -> f32 {
 // CHECK-NEXT:  %[[NH:.*]] = arith.mulf %[[N]], %[[HIGH]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[R1:.*]] = arith.subf %[[XC]], %[[NH]] fastmath<contract> : f32
 // CHECK:       %[[R:.*]] = arith.subf %[[R1]], %{{.*}} fastmath<contract> : f32
-// CHECK:       %[[A0:.*]] = arith.constant 2.000000e+00 : f32
-// CHECK-NEXT:  %[[A1:.*]] = arith.constant 2.000000e+00 : f32
-// CHECK-NEXT:  %[[A2:.*]] = arith.constant 0.999999881 : f32
-// CHECK-NEXT:  %[[A3:.*]] = arith.constant 0.333330423 : f32
-// CHECK-NEXT:  %[[A4:.*]] = arith.constant 0.083336778 : f32
-// CHECK-NEXT:  %[[A5:.*]] = arith.constant 0.0167374201 : f32
-// CHECK-NEXT:  %[[A6:.*]] = arith.constant 0.00276292255 : f32
-// CHECK-NEXT:  %[[M01:.*]] = arith.mulf %[[A1]], %[[R]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[B0:.*]] = arith.addf %[[M01]], %[[A0]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[M23:.*]] = arith.mulf %[[A3]], %[[R]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[B1:.*]] = arith.addf %[[M23]], %[[A2]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[M45:.*]] = arith.mulf %[[A5]], %[[R]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[B2:.*]] = arith.addf %[[M45]], %[[A4]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[R2:.*]] = arith.mulf %[[R]], %[[R]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[M1:.*]] = arith.mulf %[[B1]], %[[R2]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[C0:.*]] = arith.addf %[[M1]], %[[B0]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[M6:.*]] = arith.mulf %[[A6]], %[[R2]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[C1:.*]] = arith.addf %[[M6]], %[[B2]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[R4:.*]] = arith.mulf %[[R2]], %[[R2]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[M2:.*]] = arith.mulf %[[C1]], %[[R4]] fastmath<contract> : f32
-// CHECK-NEXT:  %[[Y:.*]] = arith.addf %[[M2]], %[[C0]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[A5:.*]] = arith.constant 0.0165806152 : f32
+// CHECK-NEXT:  %[[M5:.*]] = arith.mulf %[[A5]], %[[R]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[A4:.*]] = arith.constant 0.0837959275 : f32
+// CHECK-NEXT:  %[[P4:.*]] = arith.addf %[[M5]], %[[A4]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[M4:.*]] = arith.mulf %[[P4]], %[[R]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[A3:.*]] = arith.constant 0.333352745 : f32
+// CHECK-NEXT:  %[[P3:.*]] = arith.addf %[[M4]], %[[A3]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[M3:.*]] = arith.mulf %[[P3]], %[[R]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[A2:.*]] = arith.constant 0.999982953 : f32
+// CHECK-NEXT:  %[[P2:.*]] = arith.addf %[[M3]], %[[A2]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[M2:.*]] = arith.mulf %[[P2]], %[[R]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[A1:.*]] = arith.constant 1.9999994 : f32
+// CHECK-NEXT:  %[[P1:.*]] = arith.addf %[[M2]], %[[A1]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[M1:.*]] = arith.mulf %[[P1]], %[[R]] fastmath<contract> : f32
+// CHECK-NEXT:  %[[A0:.*]] = arith.constant 2.000000e+00 : f32
+// CHECK-NEXT:  %[[Y:.*]] = arith.addf %[[M1]], %[[A0]] fastmath<contract> : f32
 // CHECK-NEXT:  %[[TI:.*]] = arith.bitcast %[[T]] : f32 to i32
 // CHECK-NEXT:  %[[C23:.*]] = arith.constant 23 : i32
 // CHECK-NEXT:  %[[BITS:.*]] = arith.shli %[[TI]], %[[C23]] : i32

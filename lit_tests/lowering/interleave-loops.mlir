@@ -66,6 +66,29 @@ func.func @short(%x: memref<32xf32>) {
 
 // -----
 
+// A heavy loop that carries a sum (softmax's exp-and-sum loop): count 1. Interleaved, its
+// accumulators and exp's constants would outnumber AVX2's 16 vector registers.
+// CHECK-LABEL: func.func @exp_sum(
+// CHECK:       arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+// CHECK-NEXT:  scf.yield
+// CHECK-NEXT:  } {loop_annotation = #llvm.loop_annotation<interleave = #llvm.loop_interleave<count = 1 : i32>>}
+func.func @exp_sum(%x: memref<1024xf32>, %y: memref<1024xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant 1024 : index
+  %zero = arith.constant 0.000000e+00 : f32
+  %s = scf.for %j = %c0 to %n step %c1 iter_args(%a = %zero) -> (f32) {
+    %v = memref.load %x[%j] : memref<1024xf32>
+    %e = math.exp %v : f32
+    memref.store %e, %y[%j] : memref<1024xf32>
+    %b = arith.addf %a, %e fastmath<reassoc,contract> : f32
+    scf.yield %b : f32
+  }
+  func.return %s : f32
+}
+
+// -----
+
 // A trip count unknown at compile time: annotated.
 // CHECK-LABEL: func.func @dynamic(
 // CHECK:       } {loop_annotation = #llvm.loop_annotation<interleave = #llvm.loop_interleave<count = 4 : i32>>}

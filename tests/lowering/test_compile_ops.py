@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import re
 from functools import cache
 from typing import Any
 
@@ -1516,3 +1517,19 @@ def test_heavy_elementwise_loop_is_interleaved() -> None:
     ir = lower_to(parse_text(text, "t"), Stage.LLVM, CompileOptions(threads=1, lanes=8))
     body = ir.split("vector.body:", 1)[1].split("\n\n", 1)[0]
     assert body.count("load <8 x float>") == 4, body
+
+
+def test_heavy_reduction_loop_keeps_one_accumulator() -> None:
+    """Softmax's exp-and-sum loop is annotated with count 1: its vectorised loop (the one
+    that builds exp's scale, `shl <8 x i32>`) carries one 8-lane sum, not four."""
+    text = """func.func @main(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
+  %y = graph.softmax %x axis = -1 : tensor<64x1024xf32>
+  func.return %y : tensor<64x1024xf32>
+}
+"""
+    ir = lower_to(parse_text(text, "t"), Stage.LLVM, CompileOptions(threads=1, lanes=8))
+    blocks = [b for b in re.split(r"\n(?=\S+:)", ir) if b.startswith("vector.body")]
+    exp_loops = [b for b in blocks if "shl <8 x i32>" in b]
+    assert exp_loops, blocks
+    for body in exp_loops:
+        assert body.count("phi <8 x float>") == 1, body
