@@ -11,7 +11,7 @@ a memref the function never writes, so a store between the two reads cannot diff
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, func, memref, scf, vector
+from xdsl.dialects import arith, memref, scf, vector
 from xdsl.ir import OpResult, SSAValue
 from xdsl.traits import Pure
 
@@ -92,11 +92,6 @@ def _same(reduced: SSAValue, value: SSAValue, index: tuple[SSAValue, SSAValue]) 
 
 
 def _read_only(load: memref.LoadOp) -> bool:
-    """The loaded memref is stored to nowhere in the function."""
-    function = load.parent_op()
-    while function is not None and not isinstance(function, func.FuncOp):
-        function = function.parent_op()
-    if function is None:
-        return False
+    """Nothing stores to the loaded memref: its uses, not a walk of the whole function."""
     stores = (memref.StoreOp, vector.StoreOp)
-    return not any(isinstance(op, stores) and load.memref in op.operands for op in function.walk())
+    return not any(isinstance(use.operation, stores) for use in load.memref.uses)

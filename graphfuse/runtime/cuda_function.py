@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import arith, func, gpu, memref
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, MemRefType, ModuleOp
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, MemRefType, ModuleOp
 from xdsl.ir import Attribute, SSAValue
+from xdsl.transforms.canonicalization_patterns.utils import const_evaluate_operand
 from xdsl.utils.hints import isa
 
 from graphfuse.runtime import memref_abi
@@ -81,15 +82,14 @@ class HostPlan:
         for position, arg in enumerate(function.body.block.args):
             names[arg] = position
             self.types[position] = _memref(arg)
-        constants: dict[SSAValue, int] = {}
         for op in function.body.block.ops:
-            if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-                constants[op.result] = op.value.value.data
-            elif isinstance(op, memref.GetGlobalOp):
+            if isinstance(op, arith.ConstantOp):
+                continue  # launch sizes, read where they are used
+            if isinstance(op, memref.GetGlobalOp):
                 names[op.memref] = op.name_.string_value()
                 self.types[op.name_.string_value()] = _memref(op.memref)
             elif isinstance(op, gpu.LaunchFuncOp):
-                self.steps.append(self._launch(module, op, constants, names))
+                self.steps.append(self._launch(module, op, names))
             elif isinstance(op, memref.CopyOp):
                 self.steps.append(CopyStep(names[op.source], names[op.destination]))
             else:
@@ -105,7 +105,6 @@ class HostPlan:
     def _launch(
         module: ModuleOp,
         op: gpu.LaunchFuncOp,
-        constants: dict[SSAValue, int],
         names: dict[SSAValue, Buffer],
     ) -> LaunchStep:
         kernel = op.kernel
@@ -121,7 +120,8 @@ class HostPlan:
         )
         args = function.body.block.args
         touched = tuple(b for b, arg in zip(buffers, args, strict=True) if arg.uses)
-        grid, block = constants[op.gridSizeX], constants[op.blockSizeX]
+        grid, block = (const_evaluate_operand(v) for v in (op.gridSizeX, op.blockSizeX))
+        assert grid is not None and block is not None, "GPU launch sizes are constants"
         return LaunchStep(module_name, function_name, grid, block, buffers, touched)
 
     @property
