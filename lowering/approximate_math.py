@@ -29,11 +29,11 @@ Upstream MLIR has such expansions only in a test pass; these are written here:
   in the product itself, while n = -126 (every x < -86.99) makes the scale 0 and the result
   exactly 0, flushing the few results under 1.7e-38. Max relative error 1.62e-7 over the
   whole range (3M points against float64). 12 or 13 vector ops per 8 lanes, 9 of them
-  multiplies or multiply-adds. Degree 6 by Estrin's scheme (8 ops for the polynomial where Horner's
-  degree 5 takes 5) had 1.71e-7; this one made softmax 10-13% faster side by side (1024x1024,
-  one thread, with its exp-and-sum loop left uninterleaved, see interleave_loops), exp and
-  sigmoid about 5%, and the elementwise-chain workload 2.5% slower (its longer chains wait
-  on Horner's 5 dependent steps, where Estrin's took 3).
+  multiplies or multiply-adds. Degree 6 by Estrin's scheme (8 ops for the polynomial, where
+  Horner's degree 5 takes 5) had 1.71e-7. Side by side, degree 5 made softmax 10-13%
+  faster (1024x1024, one thread, its exp-and-sum loop left uninterleaved: interleave_loops),
+  exp and sigmoid about 5%, and the elementwise-chain workload 2.5% slower (its long
+  chains wait on Horner's 5 dependent steps, where Estrin's took 3).
 
     math.tanh %x -> select(c^2 >= 81, c * f32(1/9), c P(c^2) / Q(c^2)), c = clamp(x, -9, 9)
 """
