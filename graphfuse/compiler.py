@@ -147,6 +147,7 @@ def _to_upstream_module(module: ModuleOp, options: CompileOptions) -> None:
     from graphfuse.lowering.interleave_loops import InterleaveLoopsPass
     from graphfuse.lowering.invariant_reciprocals import InvariantReciprocalsPass
     from graphfuse.lowering.matmul_tiling import TileMatmulPass
+    from graphfuse.lowering.predicate_short_loops import PredicateShortLoopsPass
     from graphfuse.lowering.prefetch_rows import PrefetchRowsPass
     from graphfuse.lowering.split_epilogues import SplitEpiloguesPass
 
@@ -162,6 +163,7 @@ def _to_upstream_module(module: ModuleOp, options: CompileOptions) -> None:
     InvariantReciprocalsPass().apply(ctx, module)
     ApproximateMathPass().apply(ctx, module)
     InterleaveLoopsPass(lanes=lanes).apply(ctx, module)
+    PredicateShortLoopsPass(lanes=lanes).apply(ctx, module)
 
 
 def to_gpu(module: ModuleOp, options: CompileOptions, entry: str | None = None) -> Signature | None:

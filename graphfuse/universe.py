@@ -113,6 +113,12 @@ def _get_interleave_loops() -> type[ModulePass]:
     return InterleaveLoopsPass
 
 
+def _get_predicate_short_loops() -> type[ModulePass]:
+    from graphfuse.lowering.predicate_short_loops import PredicateShortLoopsPass
+
+    return PredicateShortLoopsPass
+
+
 ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {
     "graph": _get_graph_dialect,
     "loop": _get_loop_dialect,
@@ -129,6 +135,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-loop-to-gpu": _get_convert_loop_to_gpu,
     "graphfuse-approximate-math": _get_approximate_math,
     "graphfuse-interleave-loops": _get_interleave_loops,
+    "graphfuse-predicate-short-loops": _get_predicate_short_loops,
     "graphfuse-invariant-reciprocals": _get_invariant_reciprocals,
     "graphfuse-prefetch-rows": _get_prefetch_rows,
     "loop-split-epilogues": _get_split_epilogues,

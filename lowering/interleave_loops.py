@@ -24,8 +24,7 @@ multiplies the accumulators, and with a heavy body's constants (twelve for exp) 
 16 vector registers no longer hold them, so LLVM spilled the accumulators and every
 iteration's reduction went through a store and a reload. Softmax (1024x1024, one thread,
 side by side) took 0.493 ms with count 4, 0.456 with LLVM's own choice, 0.438 with 1.
-`convert-scf-to-cf` carries the attribute to the back-edge branch and `mlir-translate` to
-the `!llvm.loop` metadata.
+The annotation is loop_annotations.LoopAnnotation.
 """
 
 from __future__ import annotations
@@ -34,44 +33,17 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import IndexType, IntAttr, ModuleOp, VectorType
-from xdsl.ir import Operation, ParametrizedAttribute
-from xdsl.irdl import irdl_attr_definition
+from xdsl.dialects.builtin import IndexType, ModuleOp, VectorType
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.printer import Printer
-from xdsl.transforms.canonicalization_patterns.utils import const_evaluate_operand
+
+from graphfuse.lowering.loop_annotations import LoopAnnotation, trip_count
 
 MIN_OPS = 20
 """LLVM's own cut (its small-loop cost) is 20; tanh's body, 26 ops, is the smallest heavy
 one, and LLVM still interleaves it twice by itself."""
 
 _NOT_COUNTED = (arith.ConstantOp, memref.LoadOp, memref.StoreOp, scf.YieldOp)
-
-
-@irdl_attr_definition
-class LoopInterleaveAnnotation(ParametrizedAttribute):
-    """Upstream MLIR's `#llvm.loop_annotation` with only an interleave count (xDSL has no
-    loop annotations), printed for mlir-opt:
-    `#llvm.loop_annotation<interleave = #llvm.loop_interleave<count = 4 : i32>>`."""
-
-    name = "llvm.loop_annotation"
-
-    count: IntAttr
-
-    def __init__(self, count: int):
-        super().__init__(IntAttr(count))
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(
-            f"<interleave = #llvm.loop_interleave<count = {self.count.data} : i32>>"
-        )
-
-
-def _trip_count(loop: scf.ForOp) -> int | None:
-    low, high, step = (const_evaluate_operand(v) for v in (loop.lb, loop.ub, loop.step))
-    if low is None or high is None or step is None or step <= 0:
-        return None
-    return max(0, -(-(high - low) // step))
 
 
 def _computes(op: Operation) -> bool:
@@ -104,12 +76,12 @@ class InterleaveLoopsPass(ModulePass):
     lanes: int = 8
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        annotation = LoopInterleaveAnnotation(self.count)
-        reduction = LoopInterleaveAnnotation(self.reduction_count)
+        annotation = LoopAnnotation(interleave=self.count)
+        reduction = LoopAnnotation(interleave=self.reduction_count)
         for loop in op.walk():
             if not isinstance(loop, scf.ForOp) or not _heavy_scalar_body(loop):
                 continue
-            trips = _trip_count(loop)
+            trips = trip_count(loop)
             if trips is not None and trips < 2 * self.count * self.lanes:
                 continue
             loop.attributes["loop_annotation"] = reduction if loop.iter_args else annotation

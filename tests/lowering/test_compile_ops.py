@@ -20,6 +20,7 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 import graphfuse
@@ -1517,6 +1518,32 @@ def test_heavy_elementwise_loop_is_interleaved() -> None:
     ir = lower_to(parse_text(text, "t"), Stage.LLVM, CompileOptions(threads=1, lanes=8))
     body = ir.split("vector.body:", 1)[1].split("\n\n", 1)[0]
     assert body.count("load <8 x float>") == 4, body
+
+
+def _depthwise_relu(channels: int, size: int, batch: int) -> str:
+    x = f"tensor<{batch}x{channels}x{size}x{size}xf32>"
+    w = f"tensor<{channels}x1x3x3xf32>"
+    return f"""func.func @main(%x: {x}, %w: {w}) -> {x} {{
+  %0 = graph.conv2d %x, %w padding = [1, 1, 1, 1] groups = {channels} : ({x}, {w}) -> {x}
+  %1 = graph.relu %0 : {x}
+  func.return %1 : {x}
+}}
+"""
+
+
+@pytest.mark.parametrize(("channels", "size", "batch"), [(24, 14, 1), (40, 7, 2)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_short_rows_vectorise_with_masked_tails(
+    channels: int, size: int, batch: int, threads: int
+) -> None:
+    """graphfuse-predicate-short-loops reaches LLVM: a depthwise convolution's rows of 14
+    and 7 columns are vectorised with masked stores (LLVM alone kept them scalar), and the
+    results are the reference's."""
+    text = _depthwise_relu(channels, size, batch)
+    options = CompileOptions(threads=threads, lanes=8)
+    ir = lower_to(parse_text(text, "t"), Stage.LLVM, options)
+    assert "@llvm.masked.store.v8f32" in ir
+    compile_and_compare(_module(text), "main", seed=5, options=options)
 
 
 def test_heavy_reduction_loop_keeps_one_accumulator() -> None:
