@@ -33,11 +33,11 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import IndexType, ModuleOp, VectorType
+from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from graphfuse.lowering.loop_annotations import LoopAnnotation, trip_count
+from graphfuse.lowering.loop_annotations import LoopAnnotation, trip_count, vector_valued
 
 MIN_OPS = 20
 """LLVM's own cut (its small-loop cost) is 20; tanh's body, 26 ops, is the smallest heavy
@@ -56,10 +56,7 @@ def _heavy_scalar_body(loop: scf.ForOp) -> bool:
     """Innermost, scalar throughout, and at least MIN_OPS computing ops."""
     counted = 0
     for op in loop.body.walk():
-        if isinstance(op, scf.ForOp | scf.ParallelOp):
-            return False
-        values = (*op.operands, *op.results)
-        if any(isinstance(v.type, VectorType) for v in values):
+        if isinstance(op, scf.ForOp | scf.ParallelOp) or vector_valued(op):
             return False
         counted += _computes(op)
     return counted >= MIN_OPS

@@ -11,8 +11,8 @@ remainder folded into masked iterations (predicate_short_loops), and no unrollin
 from __future__ import annotations
 
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import IntAttr
-from xdsl.ir import ParametrizedAttribute
+from xdsl.dialects.builtin import IntAttr, VectorType
+from xdsl.ir import Operation, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition
 from xdsl.printer import Printer
 from xdsl.transforms.canonicalization_patterns.utils import const_evaluate_operand
@@ -55,3 +55,9 @@ def trip_count(loop: scf.ForOp) -> int | None:
     if low is None or high is None or step is None or step <= 0:
         return None
     return max(0, -(-(high - low) // step))
+
+
+def vector_valued(op: Operation) -> bool:
+    """`op` reads or makes a vector: its loop is not one LLVM's loop vectoriser works on
+    (the matmul tiles' loops over explicit vectors), so loop hints leave it alone."""
+    return any(isinstance(v.type, VectorType) for v in (*op.operands, *op.results))

@@ -151,7 +151,7 @@ class _Tiler:
         self.batch_args = found.args(found.batch)
         self.a_batched = any(x in found.a.depends for x in self.batch_args)
         self.b_batched = any(x in found.b.depends for x in self.batch_args)
-        self.a_direct = self._reads_a_in_place()
+        self.a_in_place = self._a_in_place()
 
     def emit(self) -> None:
         found = self.found
@@ -164,7 +164,7 @@ class _Tiler:
         kernel = nest.parent_op()
         assert isinstance(kernel, loop.KernelOp)
         entry = kernel.body.block
-        if not self.a_direct:
+        if self.a_in_place is None:
             self.packed_a = entry.insert_arg(a_slots, len(entry.args))
         self.packed_b = entry.insert_arg(b_slots, len(entry.args))
         self.slot_counts = (a_slots.get_shape()[0], b_slots.get_shape()[0])
@@ -184,7 +184,7 @@ class _Tiler:
             and not reads_constants(found.b, constants)
         )
         packs: list[tuple[Operand, Callable[[_Emitter], None]]] = []
-        if not self.a_direct:
+        if self.a_in_place is None:
             packs.append((found.a, self._pack_all_a))
         if not self.b_in_task:
             packs.append((found.b, self._pack_all_b))
@@ -205,20 +205,25 @@ class _Tiler:
         nest.detach()
         nest.erase()
 
-    def _reads_a_in_place(self) -> bool:
-        """Whether A is a buffer read at [batch..., m, k] with m and k the GEMM's single row
-        and reduction index, last: its rows are then already Ap's rows (k contiguous), and
-        the tiles read it where it is instead of from a packed copy (as BLAS SGEMM reads
-        A). Attention's P @ V spent about a sixth of its time copying P."""
+    def _a_in_place(self) -> tuple[SSAValue, SSAValue] | None:
+        """A's row and reduction indices when A is a buffer read at [batch..., m, k] with m
+        and k the GEMM's single row and reduction index, last: its rows are then already
+        Ap's rows (k contiguous), and the tiles read it where it is instead of from a
+        packed copy (as BLAS SGEMM reads A). Attention's P @ V spent about a sixth of its
+        time copying P. None when A must be packed."""
         found = self.found
         load = found.a.direct_load()
+        rows = found.args(found.rows)
         reduction = found.reduce.body.block.args
-        if load is None or len(found.rows) != 1 or len(reduction) != 1:
-            return False
+        if load is None or len(rows) != 1 or len(reduction) != 1:
+            return None
         indices = list(load.indices)
-        expected = [*found.args(found.rows), reduction[0]]
         leading = indices[: len(indices) - 2]
-        return indices[-2:] == expected and all(i in self.batch_args for i in leading)
+        if indices[-2:] != [rows[0], reduction[0]]:
+            return None
+        if not all(i in self.batch_args for i in leading):
+            return None
+        return rows[0], reduction[0]
 
     def _pack_all_a(self, em: _Emitter) -> None:
         row_groups = -(-self.found.m // PACK_ROWS_PER_TASK)
@@ -559,10 +564,9 @@ class _Tiler:
         self, em: _Emitter, mapping: Mapping, slot: SSAValue, row: SSAValue, k: SSAValue
     ) -> SSAValue:
         """A at (row, k) of the task's batch point: from A itself or its packed copy."""
-        if not self.a_direct:
+        if self.a_in_place is None:
             return em.add(memref.LoadOp.get(self.packed_a, [slot, row, k]))
-        (row_arg,) = self.found.args(self.found.rows)
-        (k_arg,) = self.found.reduce.body.block.args
+        row_arg, k_arg = self.a_in_place
         return self._value(em, self.found.a, {**mapping, row_arg: row, k_arg: k})
 
     def _epilogue(

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import ModuleOp, VectorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from graphfuse.lowering.loop_annotations import LoopAnnotation, trip_count
+from graphfuse.lowering.loop_annotations import LoopAnnotation, trip_count, vector_valued
 
 
 def _depends(value: SSAValue, index: SSAValue, seen: dict[SSAValue, bool]) -> bool:
@@ -68,9 +68,7 @@ def _contiguous_scalar_body(loop: scf.ForOp) -> bool:
     seen: dict[SSAValue, bool] = {}
     stores_at_index = False
     for op in loop.body.walk():
-        if isinstance(op, scf.ParallelOp) or any(
-            isinstance(v.type, VectorType) for v in (*op.operands, *op.results)
-        ):
+        if isinstance(op, scf.ParallelOp) or vector_valued(op):
             return False
         if not isinstance(op, memref.LoadOp | memref.StoreOp) or not op.indices:
             continue
