@@ -4,11 +4,13 @@ and the system C compiler.
 Each stage is a subprocess whose failure is reported as one line naming the stage and the
 tool's first diagnostic. Builds are cached by a hash of the MLIR text, the options and the
 tool versions, so compiling the same graph twice costs one file lookup. The library is
-written under a temporary name and renamed into place: a failed build leaves nothing.
+written under a temporary name and renamed into place (a copy written out only once it
+loads there): a failed build leaves nothing.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import subprocess
@@ -236,19 +238,50 @@ def _fingerprint(upstream: str, target: CpuTarget) -> str:
 def build_shared_library(
     upstream: str, target: CpuTarget = CpuTarget(), output: Path | None = None
 ) -> Path:
-    """Build (or find in the cache) a shared library for `upstream`; copy it to `output`."""
+    """Build (or find in the cache) a shared library for `upstream`; copy it to `output`.
+    Returns an absolute path: ctypes given a bare name (`in.so`) searches the library path,
+    not the current folder."""
     key = _fingerprint(upstream, target)
     cached = cache_dir() / f"{key}.so"
     if not cached.exists():
         _build_into(upstream, target, cached)
     if output is None:
         return cached
-    _atomic_copy(cached, output)
-    if _parallel(upstream, target.threads):
-        # The library finds the runtime beside itself ($ORIGIN): ship the two together.
-        runtime = parallel_runtime()
-        _atomic_copy(runtime, output.parent / runtime.name)
-    return output
+    destination = Path(output).absolute()
+    _install(cached, destination, _parallel(upstream, target.threads))
+    return destination
+
+
+def _install(library: Path, destination: Path, threaded: bool) -> None:
+    """Copy `library` to `destination`, with the parallel runtime beside it when
+    `threaded`. The copy is loaded under a temporary name in the destination's folder and
+    renamed only once it loads there (its runtime found through $ORIGIN), so a failure
+    leaves neither a library nor a runtime this call wrote."""
+    written: list[Path] = []
+    try:
+        if threaded:
+            runtime = parallel_runtime()
+            beside = destination.parent / runtime.name
+            if not beside.exists():
+                written.append(beside)
+            _atomic_copy(runtime, beside)
+        staged = _stage(destination.parent, library.read_bytes())
+        written.append(staged)
+        _check_loads(staged, destination)
+        os.replace(staged, destination)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
+
+
+def _check_loads(staged: Path, destination: Path) -> None:
+    # The loaded copy stays: loading `destination` after the rename finds the same file
+    # (the dynamic loader matches device and inode) and reuses it.
+    try:
+        ctypes.CDLL(str(staged))
+    except OSError as error:
+        raise ToolchainError(f"{destination}: the built library does not load: {error}") from None
 
 
 def _build_into(upstream: str, target: CpuTarget, destination: Path) -> None:
@@ -289,13 +322,24 @@ def _atomic_copy(source: Path, destination: Path) -> None:
 def write_atomically(destination: Path, data: bytes) -> None:
     """Write `data` to `destination` through a temporary file in the same folder, so a
     reader (another test worker, another build) never sees a partial file."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    fd, partial = tempfile.mkstemp(dir=destination.parent, prefix=".partial-")
+    partial = _stage(destination.parent, data)
+    try:
+        os.replace(partial, destination)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def _stage(folder: Path, data: bytes) -> Path:
+    """`data` in a new executable file of `folder` under a temporary name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=folder, prefix=".partial-")
+    partial = Path(name)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
         os.chmod(partial, 0o755)
-        os.replace(partial, destination)
     except BaseException:
-        Path(partial).unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
         raise
+    return partial

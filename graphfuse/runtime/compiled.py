@@ -122,7 +122,9 @@ class CompiledFunction(ArrayFunction):
         self.library_path = library
         self.kernel_count = kernel_count
         """How many kernels the function calls."""
-        self._library = ctypes.CDLL(str(library))
+        # An absolute path: ctypes given a bare name (`in.so`) searches the library path,
+        # not the current folder.
+        self._library = ctypes.CDLL(str(Path(library).absolute()))
         for symbol, data in (detached or {}).items():
             # Large constants the library only reserves space for (detached_constants).
             address = ctypes.addressof(ctypes.c_char.in_dll(self._library, symbol))
