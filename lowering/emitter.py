@@ -81,10 +81,18 @@ class Emitter:
 
     def cached(self, key: Hashable, make: Callable[[], SSAValue]) -> SSAValue:
         """The value computed for `key` in this scope or an enclosing one, else `make()`."""
+        found = self.lookup(key)
+        return found if found is not None else self.remember(key, make())
+
+    def lookup(self, key: Hashable) -> SSAValue | None:
+        """The value computed for `key` in this scope or an enclosing one, if any."""
         for scope in reversed(self._scopes):
             if key in scope:
                 return scope[key]
-        value = make()
+        return None
+
+    def remember(self, key: Hashable, value: SSAValue) -> SSAValue:
+        """Records `value` as computed for `key` in the current scope; returns it."""
         self._scopes[-1][key] = value
         return value
 

@@ -79,23 +79,42 @@ class GlobalPool:
 
 def _identity_closed(value: SSAValue, seen: dict[SSAValue, bool]) -> bool:
     """Every use of `value` is the yield or an elementwise op of the same shape whose
-    result is itself identity-closed: each element is used once per output point."""
-    if value in seen:
-        return seen[value]
-    seen[value] = True
-    ok = True
-    for use in value.uses:
-        user = use.operation
-        if isinstance(user, graph.YieldOp):
-            continue
-        if (
-            fusion_kind(user) != FusionKind.ELEMWISE
-            or any(shape_of(r) != shape_of(value) for r in user.results)
-            or not all(_identity_closed(r, seen) for r in user.results)
-        ):
-            ok = False
-    seen[value] = ok
-    return ok
+    result is itself identity-closed: each element is used once per output point.
+
+    Users are visited with an explicit stack (an elementwise tail may be thousands of
+    ops long), each value's answer after its users' answers."""
+    stack = [(value, False)]
+    while stack:
+        top, users_done = stack.pop()
+        if users_done:
+            seen[top] = all(_closed_use(top, use.operation, seen) for use in top.uses)
+        elif top not in seen:
+            seen[top] = True
+            stack.append((top, True))
+            stack.extend((r, False) for r in _elementwise_results(top))
+    return seen[value]
+
+
+def _elementwise_results(value: SSAValue) -> list[SSAValue]:
+    """Results of `value`'s elementwise users of its own shape."""
+    return [
+        result
+        for use in value.uses
+        if _same_shape_elementwise(use.operation, value)
+        for result in use.operation.results
+    ]
+
+
+def _same_shape_elementwise(user: Operation, value: SSAValue) -> bool:
+    return fusion_kind(user) == FusionKind.ELEMWISE and all(
+        shape_of(r) == shape_of(value) for r in user.results
+    )
+
+
+def _closed_use(value: SSAValue, user: Operation, seen: dict[SSAValue, bool]) -> bool:
+    if isinstance(user, graph.YieldOp):
+        return True
+    return _same_shape_elementwise(user, value) and all(seen[r] for r in user.results)
 
 
 def materialized_ops(fused: graph.FusedOp) -> list[Operation]:
@@ -165,6 +184,7 @@ def lower_kernel(fused: graph.FusedOp, name: str, pool: GlobalPool) -> loop.Kern
 
 
 _OpT = TypeVar("_OpT", bound=Operation)
+_R = TypeVar("_R")
 
 Row = tuple[Index, ...]
 """The index of a row in a stitched kernel (empty outside one)."""
@@ -173,17 +193,33 @@ _Stored = tuple[SSAValue, list[SSAValue]]
 
 ValueRule = Callable[["_KernelBuilder", Operation, tuple[Index, ...]], SSAValue]
 """Computes one element of a non-elementwise op's result at an index."""
+Element = tuple[SSAValue, tuple[Index, ...]]
+"""A value at an index: one element `value_at` computes (and caches under this key)."""
+Plan = tuple[list[Element], Callable[[Sequence[SSAValue]], SSAValue]]
+"""How an element is computed: the operand elements it reads, then how it is made of them."""
+StepRule = Callable[["_KernelBuilder", Operation, tuple[Index, ...]], Plan]
+"""Plans one element of an op's result from elements of its operands (see `value_at`)."""
+
+
+@dataclass
+class _Demand:
+    """An element on `value_at`'s stack, with its plan once made (None: a rule makes it
+    whole)."""
+
+    key: Element
+    planned: bool = False
+    plan: Plan | None = None
 
 
 def _value_rule(
-    op_type: type[_OpT], method: Callable[[_KernelBuilder, _OpT, tuple[Index, ...]], SSAValue]
-) -> tuple[type[Operation], ValueRule]:
+    op_type: type[_OpT], method: Callable[[_KernelBuilder, _OpT, tuple[Index, ...]], _R]
+) -> tuple[type[Operation], Callable[[_KernelBuilder, Operation, tuple[Index, ...]], _R]]:
     """A `VALUE_RULES` entry running `method` on ops of `op_type`.
 
     The table holds one rule type, taking any op; `_compute` picks a rule by the op's type
     or a base of it, so the narrowing assert holds."""
 
-    def rule(builder: _KernelBuilder, op: Operation, index: tuple[Index, ...]) -> SSAValue:
+    def rule(builder: _KernelBuilder, op: Operation, index: tuple[Index, ...]) -> _R:
         assert isinstance(op, op_type)
         return method(builder, op, index)
 
@@ -354,9 +390,64 @@ class _KernelBuilder:
     # ---- values at an index -----------------------------------------------------------
 
     def value_at(self, value: SSAValue, index: Sequence[Index]) -> SSAValue:
-        """The element of `value` at `index`, in its compute type."""
-        key = (value, tuple(index))
-        return self.em.cached(key, lambda: self._compute(value, tuple(index)))
+        """The element of `value` at `index`, in its compute type.
+
+        Producers are walked with an explicit stack, not by recursion: a kernel's
+        elementwise and data-movement ops can chain as deep as the kernel is long (a high
+        max-depth), past Python's recursion limit. Elements come out in depth-first order,
+        operands left to right, each once; only rules that build their own loops
+        (reductions, matmul, conv, pooling, concat, ranking) call back in."""
+        key: Element = (value, tuple(index))
+        found = self.em.lookup(key)
+        if found is not None:
+            return found
+        stack = [_Demand(key)]
+        while stack:
+            self._advance(stack)
+        found = self.em.lookup(key)
+        assert found is not None
+        return found
+
+    def _advance(self, stack: list[_Demand]) -> None:
+        """One step on the top demand: drop it if made meanwhile, else plan it and push
+        the operand elements it lacks, else make it from them."""
+        demand = stack[-1]
+        if self.em.lookup(demand.key) is not None:
+            stack.pop()
+            return
+        if not demand.planned:
+            demand.planned = True
+            demand.plan = self._plan(*demand.key)
+            if demand.plan is not None:
+                lacking = [e for e in demand.plan[0] if self.em.lookup(e) is None]
+                stack.extend(_Demand(e) for e in reversed(lacking))
+                return
+        stack.pop()
+        if demand.plan is None:
+            self.em.remember(demand.key, self._compute(*demand.key))
+            return
+        elements, make = demand.plan
+        self.em.remember(demand.key, make([self._made(e) for e in elements]))
+
+    def _made(self, element: Element) -> SSAValue:
+        found = self.em.lookup(element)
+        assert found is not None, "value_at makes operand elements before their users"
+        return found
+
+    def _plan(self, value: SSAValue, index: tuple[Index, ...]) -> Plan | None:
+        """The operand elements the element of `value` at `index` is made of and how, or
+        None where `_compute` makes it whole (a load, or a rule of `VALUE_RULES`)."""
+        if value in self.buffer_of or value in self.row_buffers:
+            return None
+        op = value.owner
+        if not isinstance(op, Operation):
+            return None
+        rule = SCALAR_RULES.get(type(op))
+        if rule is not None:
+            elements = [(v, index_maps.broadcast(index, shape_of(v))) for v in op.operands]
+            return elements, lambda args: rule(self.em, op, args)
+        step = self.STEP_RULES.get(type(op))
+        return None if step is None else step(self, op, index)
 
     def _compute(self, value: SSAValue, index: tuple[Index, ...]) -> SSAValue:
         if value in self.buffer_of:
@@ -367,10 +458,6 @@ class _KernelBuilder:
             return self._load(self.inputs[value], index)
         op = value.owner
         assert isinstance(op, Operation)
-        rule = SCALAR_RULES.get(type(op))
-        if rule is not None:
-            args = [self.value_at(v, index_maps.broadcast(index, shape_of(v))) for v in op.operands]
-            return rule(self.em, op, args)
         method = self.VALUE_RULES.get(type(op))
         if method is None:
             for base, fallback in self.VALUE_RULES.items():
@@ -402,21 +489,21 @@ class _KernelBuilder:
         buffer = self.em.hoist(memref.GetGlobalOp(name, typ))
         return self._load(buffer, index)
 
-    def _broadcast_to(self, op: graph.BroadcastToOp, index: tuple[Index, ...]) -> SSAValue:
-        return self.value_at(op.input, index_maps.broadcast(index, shape_of(op.input)))
+    def _broadcast_to(self, op: graph.BroadcastToOp, index: tuple[Index, ...]) -> Plan:
+        return _read(op.input, index_maps.broadcast(index, shape_of(op.input)))
 
-    def _reshape(self, op: graph.ReshapeOp, index: tuple[Index, ...]) -> SSAValue:
+    def _reshape(self, op: graph.ReshapeOp, index: tuple[Index, ...]) -> Plan:
         mapped = index_maps.reshape(self.em, index, shape_of(op.result), shape_of(op.input))
-        return self.value_at(op.input, mapped)
+        return _read(op.input, mapped)
 
-    def _transpose(self, op: graph.TransposeOp, index: tuple[Index, ...]) -> SSAValue:
-        return self.value_at(op.input, index_maps.transpose(index, op.perm.get_values()))
+    def _transpose(self, op: graph.TransposeOp, index: tuple[Index, ...]) -> Plan:
+        return _read(op.input, index_maps.transpose(index, op.perm.get_values()))
 
-    def _slice(self, op: graph.SliceOp, index: tuple[Index, ...]) -> SSAValue:
+    def _slice(self, op: graph.SliceOp, index: tuple[Index, ...]) -> Plan:
         mapped = index_maps.strided_slice(
             self.em, index, op.starts.get_values(), op.strides.get_values()
         )
-        return self.value_at(op.input, mapped)
+        return _read(op.input, mapped)
 
     def _guarded(
         self,
@@ -428,6 +515,17 @@ class _KernelBuilder:
         """value[index] where index is inside value's shape, else `fill` (branch-free: the
         load uses a clamped index and a select picks the answer). Only dims whose entry
         in `checked` is true (all by default) can leave the shape."""
+        elements, make = self._guard(value, index, fill, checked)
+        return make([self.value_at(*e) for e in elements])
+
+    def _guard(
+        self,
+        value: SSAValue,
+        index: Sequence[Index],
+        fill: SSAValue,
+        checked: Sequence[bool] | None = None,
+    ) -> Plan:
+        """`_guarded` as a plan: the clamped element to read, then the select."""
         em = self.em
         shape = shape_of(value)
         checked = checked or [True] * len(shape)
@@ -436,24 +534,24 @@ class _KernelBuilder:
             if check:
                 inside = em.both(inside, em.in_range(i, 0, dim))
         if inside is False:
-            return fill
+            return [], lambda _: fill
         clamped = tuple(
             em.iclamp(i, dim) if check else i
             for i, dim, check in zip(index, shape, checked, strict=True)
         )
-        loaded = self.value_at(value, clamped)
         if inside is True:
-            return loaded
-        return em.emit(arith.SelectOp(inside, loaded, fill))
+            return _read(value, clamped)
+        condition = inside
+        return [(value, clamped)], lambda args: em.emit(arith.SelectOp(condition, args[0], fill))
 
-    def _pad(self, op: graph.PadOp, index: tuple[Index, ...]) -> SSAValue:
+    def _pad(self, op: graph.PadOp, index: tuple[Index, ...]) -> Plan:
         lows, highs = op.low.get_values(), op.high.get_values()
         shifted = tuple(self.em.isub(i, low) for i, low in zip(index, lows, strict=True))
         element = compute_type(tensor_type_of(op.result).get_element_type())
         fill_value = op.value.value.data
         fill = self.em.constant(fill_value if is_float(element) else int(fill_value), element)
         padded = [low != 0 or high != 0 for low, high in zip(lows, highs, strict=True)]
-        return self._guarded(op.input, shifted, fill, padded)
+        return self._guard(op.input, shifted, fill, padded)
 
     def _gather(self, op: graph.GatherOp, index: tuple[Index, ...]) -> SSAValue:
         """data at `index` with the dims indices spans replaced by one position on `axis`:
@@ -702,11 +800,6 @@ class _KernelBuilder:
     VALUE_RULES: ClassVar[dict[type[Operation], ValueRule]] = dict(
         [
             _value_rule(graph.ConstantOp, _constant),
-            _value_rule(graph.BroadcastToOp, _broadcast_to),
-            _value_rule(graph.ReshapeOp, _reshape),
-            _value_rule(graph.TransposeOp, _transpose),
-            _value_rule(graph.SliceOp, _slice),
-            _value_rule(graph.PadOp, _pad),
             _value_rule(graph.ConcatOp, _concat),
             _value_rule(graph.GatherOp, _gather),
             _value_rule(graph.ReduceOp, _reduce),
@@ -716,6 +809,23 @@ class _KernelBuilder:
         ]
     )
     """Non-elementwise graph op type -> how to compute one element of its result."""
+
+    STEP_RULES: ClassVar[dict[type[Operation], StepRule]] = dict(
+        [
+            _value_rule(graph.BroadcastToOp, _broadcast_to),
+            _value_rule(graph.ReshapeOp, _reshape),
+            _value_rule(graph.TransposeOp, _transpose),
+            _value_rule(graph.SliceOp, _slice),
+            _value_rule(graph.PadOp, _pad),
+        ]
+    )
+    """Data-movement op type -> the element of its input one element reads (exact types:
+    `value_at` walks these without recursion)."""
+
+
+def _read(value: SSAValue, index: tuple[Index, ...]) -> Plan:
+    """The plan of an element that is another value's element, unchanged."""
+    return [(value, index)], lambda args: args[0]
 
 
 def _constant_element(value: SSAValue, at: tuple[Index, ...]) -> int | None:
