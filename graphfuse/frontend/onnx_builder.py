@@ -26,6 +26,8 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.irdl import IRDLOperation, VerificationContext
+from xdsl.utils.exceptions import VerifyException
 
 from graphfuse.dialects import graph
 from graphfuse.dialects import shape_rules as rules
@@ -48,9 +50,13 @@ class ImportFailure(GraphfuseError):
     """An ONNX model graphfuse cannot import; the message names the node or input."""
 
 
-def element_type_of(dtype: np.dtype[Any], where: str) -> Attribute:
+def element_type_of(dtype: np.dtype[Any], where: str, shown: str | None = None) -> Attribute:
+    """The graph element type of a NumPy dtype (`shown`: its name in messages)."""
     if dtype not in _ELEMENT_TYPES:
-        raise ImportFailure(f"{where}: element type {dtype} is not supported")
+        supported = ", ".join(str(d) for d in _ELEMENT_TYPES)
+        raise ImportFailure(
+            f"{where}: element type {shown or dtype} is not supported (only {supported})"
+        )
     return _ELEMENT_TYPES[dtype]
 
 
@@ -76,6 +82,23 @@ def element_of(value: Value, where: str) -> Attribute:
     if isinstance(value, SSAValue):
         return graph.tensor_type_of(value).get_element_type()
     return element_type_of(value.dtype, where)
+
+
+def unsupported_element(op: Operation) -> Attribute | None:
+    """The element type of the first operand or result that fails the op's own IRDL
+    constraint when checked alone. Alone, a constraint sees only the value's type, never
+    another operand's, so a failure is the element type itself (shapes are verify_'s)."""
+    if not isinstance(op, IRDLOperation):
+        return None
+    op_def = type(op).get_irdl_definition()
+    for name, definition in [*op_def.operands, *op_def.results]:
+        values = getattr(op, name)
+        for value in (values,) if isinstance(values, SSAValue) else (values or ()):
+            try:
+                definition.constr.verify((value.type,), VerificationContext())
+            except VerifyException:
+                return graph.tensor_type_of(value).get_element_type()
+    return None
 
 
 class Builder:
@@ -125,9 +148,27 @@ class Builder:
     # ---- ops --------------------------------------------------------------------------
 
     def _append(self, op: Operation) -> SSAValue:
+        self._check(op)
         self.block.add_op(op)
         self.origin[op] = self.node
         return op.results[0]
+
+    def _check(self, op: Operation) -> None:
+        """Verify each op as it is made, so a failure names the node that made it. A
+        converter emits ops for every element type ONNX allows the node; one the graph
+        dialect does not define for that type is a gap to name, not a verifier failure."""
+        where = f"node {self.node} ({self.op_type})" if self.op_type else f"node {self.node}"
+        element = unsupported_element(op)
+        if element is not None:
+            raise ImportFailure(f"{where}: element type {element} is not supported by {op.name}")
+        for index, result in enumerate(op.results):
+            shape = graph.tensor_type_of(result).get_shape()
+            if 0 in shape:
+                raise ImportFailure(
+                    f"{where}: result #{index} would be empty ({rules.format_shape(shape)}); "
+                    "graphfuse does not support empty tensors"
+                )
+        op.verify()
 
     def op(
         self,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,27 +31,17 @@ from graphfuse.frontend.onnx_builder import (
     element_type_of,
     shape_of,
 )
+from graphfuse.frontend.onnx_checks import (
+    STANDARD_DOMAINS,
+    as_model,
+    load_model,
+    node_label,
+    parse_input_shapes,
+)
 from graphfuse.frontend.onnx_ops import CONVERTERS
 
-MIN_OPSET = 13
 _NOT_FOLDED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike"}
-
-
-def load_model(path: str | Path) -> Any:
-    """Read an .onnx file (external data included), or say in one line why not."""
-    import onnx
-    from google.protobuf.message import DecodeError
-
-    try:
-        model = onnx.load(str(path))
-    except FileNotFoundError:
-        raise ImportFailure(f"{path}: no such file") from None
-    except (DecodeError, ValueError, RuntimeError, OSError) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ImportFailure(f"{path}: not a readable ONNX model ({reason})") from None
-    if model.ir_version <= 0 or not model.graph.output:
-        raise ImportFailure(f"{path}: not an ONNX model (no graph outputs)")
-    return model
+__all__ = ["from_onnx", "load_model", "parse_input_shapes"]
 
 
 def from_onnx(
@@ -60,10 +49,12 @@ def from_onnx(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     name: str = "main",
 ) -> ModuleOp:
-    """An ONNX ModelProto (or a path to one) as a verified graph-dialect module."""
-    if isinstance(model, str | Path):
-        model = load_model(model)
-    importer = _Importer(model, dict(input_shapes or {}))
+    """An ONNX model as a verified graph-dialect module.
+
+    `model` is an onnx.ModelProto, its serialized bytes or the path of an .onnx file;
+    anything else, and any model graphfuse cannot import, is an ImportFailure.
+    """
+    importer = _Importer(as_model(model), dict(input_shapes or {}))
     return importer.run(name)
 
 
@@ -86,7 +77,6 @@ class _Importer:
         self.builder = Builder(self.block)
 
     def run(self, name: str) -> ModuleOp:
-        self._check_opset()
         self._load_initializers()
         arg_types = self._add_inputs()
         for index, node in enumerate(self.graph.node):
@@ -110,14 +100,6 @@ class _Importer:
 
     # ---- set-up -----------------------------------------------------------------------
 
-    def _check_opset(self) -> None:
-        for opset in self.model.opset_import:
-            if opset.domain in ("", "ai.onnx") and opset.version < MIN_OPSET:
-                raise ImportFailure(
-                    f"the model uses opset {opset.version}; graphfuse reads opset "
-                    f"{MIN_OPSET} and later (re-export with a newer opset)"
-                )
-
     def _load_initializers(self) -> None:
         from onnx import numpy_helper
 
@@ -125,53 +107,39 @@ class _Importer:
             self.values[tensor.name] = numpy_helper.to_array(tensor)
 
     def _add_inputs(self) -> list[Attribute]:
-        from onnx import helper
-
-        known_names = {i.name for i in self.graph.input}
+        arguments = [i for i in self.graph.input if i.name not in self.values]
+        names = {i.name for i in arguments}  # not initializers listed as inputs too
         for bound in self.input_shapes:
-            if bound not in known_names:
+            if bound not in names:
                 raise ImportFailure(
                     f"--input-shape names '{bound}', which is not a model input "
-                    f"(inputs: {', '.join(sorted(known_names - set(self.values)))})"
+                    f"(inputs: {', '.join(sorted(names))})"
                 )
         types: list[Attribute] = []
-        for graph_input in self.graph.input:
-            if graph_input.name in self.values:
-                continue  # an initializer listed as an input (old exporters)
-            tensor_type = graph_input.type.tensor_type
-            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type))
-            element = element_type_of(dtype, f"input '{graph_input.name}'")
-            shape = self._input_shape(graph_input.name, tensor_type.shape.dim)
-            typ = TensorType(element, shape)
+        for graph_input in arguments:
+            typ = TensorType(_input_element(graph_input), self._input_shape(graph_input))
             types.append(typ)
             argument = self.block.insert_arg(typ, len(self.block.args))
             argument.name_hint = _hint(graph_input.name)
             self.values[graph_input.name] = argument
         return types
 
-    def _input_shape(self, name: str, dims: Any) -> list[int]:
+    def _input_shape(self, graph_input: Any) -> list[int]:
+        name, tensor_type = graph_input.name, graph_input.type.tensor_type
         if name in self.input_shapes:
-            bound = [int(d) for d in self.input_shapes[name]]
-            declared = [d.dim_value if d.HasField("dim_value") else None for d in dims]
-            if len(bound) != len(declared) or any(
-                d is not None and d != b for d, b in zip(declared, bound, strict=False)
-            ):
-                shown = ["?" if d is None else str(d) for d in declared]
-                raise ImportFailure(
-                    f"--input-shape {name}={'x'.join(map(str, bound))} does not fit the "
-                    f"declared shape {'x'.join(shown)}"
-                )
-            return bound
-        shape: list[int] = []
-        for index, dim in enumerate(dims):
-            if not dim.HasField("dim_value"):
-                label = f" ('{dim.dim_param}')" if dim.dim_param else ""
-                raise ImportFailure(
-                    f"input '{name}' has a dynamic dimension #{index}{label}; bind it with "
-                    f"--input-shape {name}="
-                    + "x".join(str(d.dim_value) if d.HasField("dim_value") else "N" for d in dims)
-                )
-            shape.append(int(dim.dim_value))
+            shape = _bound_shape(name, tensor_type, self.input_shapes[name])
+        elif not tensor_type.HasField("shape"):
+            raise ImportFailure(
+                f"input '{name}' declares no shape (not even its rank); give one with "
+                f"--input-shape {name}=D0xD1x..."
+            )
+        else:
+            shape = _declared_shape(name, tensor_type.shape.dim)
+        if 0 in shape:
+            raise ImportFailure(
+                f"input '{name}' has a zero-size dimension #{shape.index(0)} (shape "
+                f"{'x'.join(map(str, shape))}); graphfuse does not support empty tensors"
+            )
         return shape
 
     # ---- nodes ------------------------------------------------------------------------
@@ -179,8 +147,8 @@ class _Importer:
     def _convert(self, node: Any, index: int) -> None:
         from onnx import helper
 
-        label = node.name or f"{node.op_type}#{index}"
-        converter = CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        label = node_label(node, index)
+        converter = CONVERTERS.get(node.op_type) if node.domain in STANDARD_DOMAINS else None
         if any(i in self.poisoned for i in node.input if i):
             # Downstream of an unsupported op: report its own type if unsupported too.
             if converter is None:
@@ -216,7 +184,7 @@ class _Importer:
             self.values[output_name] = value
 
     def _unsupported(self, node: Any, label: str) -> None:
-        domain = node.domain if node.domain not in ("", "ai.onnx") else ""
+        domain = node.domain if node.domain not in STANDARD_DOMAINS else ""
         op = f"{domain}.{node.op_type}" if domain else node.op_type
         self.unsupported.setdefault(op, []).append(label)
 
@@ -243,7 +211,7 @@ class _Importer:
             self.values[node.output[0]] = shape[start:end]
             return True
         known = all(v is None or not isinstance(v, SSAValue) for v in inputs)
-        if not known or node.op_type in _NOT_FOLDED or node.domain not in ("", "ai.onnx"):
+        if not known or node.op_type in _NOT_FOLDED or node.domain not in STANDARD_DOMAINS:
             return False
         from onnx.reference import ReferenceEvaluator
 
@@ -261,7 +229,7 @@ class _Importer:
             ) from None
         for output_name, value in zip(node.output, outputs, strict=False):
             if output_name:
-                self.values[output_name] = np.asarray(value)
+                self.values[output_name] = _folded_tensor(value, node, label)
         return True
 
     def _opsets(self) -> dict[str, int]:
@@ -306,12 +274,32 @@ class _Importer:
         return results
 
     def _verify(self, module: ModuleOp) -> None:
-        for op in module.walk():
+        """Ops were verified as they were made; this checks the function around them and,
+        on failure, names the innermost op that fails (children before parents)."""
+        try:
+            module.verify()
+            return
+        except VerifyException:
+            pass
+        for op in module.walk(region_first=True):
             try:
                 op.verify()
             except VerifyException as error:
-                node = self.builder.origin.get(op, "?")
-                raise ImportFailure(f"node {node} ({op.name}): {error}") from None
+                node = self.builder.origin.get(op)
+                where = f"node {node}" if node is not None else "the imported function"
+                raise ImportFailure(f"{where} ({op.name}): {error}") from None
+
+
+def _folded_tensor(value: Any, node: Any, label: str) -> np.ndarray:
+    """A folded output as an array; sequence and optional values (lists, None) have no
+    graph-dialect counterpart and would otherwise turn into a wrong array silently."""
+    if isinstance(value, np.ndarray | np.generic):
+        return np.asarray(value)
+    kind = "no value (an empty optional)" if value is None else f"a {type(value).__name__}"
+    raise ImportFailure(
+        f"node {label} ({node.op_type}) produces {kind}, not a tensor; graphfuse supports "
+        "tensors only"
+    )
 
 
 def _gather_elements(node: Any, inputs: list[Value | None]) -> np.ndarray:
@@ -321,17 +309,44 @@ def _gather_elements(node: Any, inputs: list[Value | None]) -> np.ndarray:
     return np.take_along_axis(data, wrapped, axis=axis)
 
 
-def parse_input_shapes(specs: Sequence[str]) -> dict[str, list[int]]:
-    """`name=2x3x224x224` strings (from --input-shape) as a dict."""
-    shapes: dict[str, list[int]] = {}
-    for spec in specs:
-        name, sep, dims = spec.rpartition("=")
-        try:
-            if not sep or not name:
-                raise ValueError
-            shapes[name] = [int(d) for d in dims.split("x")] if dims else []
-        except ValueError:
+def _input_element(graph_input: Any) -> Attribute:
+    """A graph input's element type; onnx_checks made sure ONNX defines it."""
+    from onnx import TensorProto, helper
+
+    element = graph_input.type.tensor_type.elem_type
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(element))
+    onnx_name = TensorProto.DataType.Name(element).lower()
+    return element_type_of(dtype, f"input '{graph_input.name}'", onnx_name)
+
+
+def _bound_shape(name: str, tensor_type: Any, bound_dims: Sequence[int]) -> list[int]:
+    """The --input-shape binding of an input, checked against what the model declares."""
+    bound = [int(d) for d in bound_dims]
+    shown = "x".join(map(str, bound))
+    if any(d < 1 for d in bound):
+        raise ImportFailure(f"--input-shape {name}={shown}: every dimension must be 1 or more")
+    if not tensor_type.HasField("shape"):
+        return bound
+    dims = tensor_type.shape.dim
+    declared = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+    if len(bound) != len(declared) or any(
+        d is not None and d != b for d, b in zip(declared, bound, strict=False)
+    ):
+        expected = "x".join("?" if d is None else str(d) for d in declared)
+        raise ImportFailure(
+            f"--input-shape {name}={shown} does not fit the declared shape {expected}"
+        )
+    return bound
+
+
+def _declared_shape(name: str, dims: Any) -> list[int]:
+    """A static input shape; a symbolic dimension must be bound with --input-shape."""
+    for index, dim in enumerate(dims):
+        if not dim.HasField("dim_value"):
+            label = f" ('{dim.dim_param}')" if dim.dim_param else ""
+            template = "x".join(str(d.dim_value) if d.HasField("dim_value") else "N" for d in dims)
             raise ImportFailure(
-                f"--input-shape {spec!r}: expected NAME=D0xD1x... (e.g. input_ids=2x16)"
-            ) from None
-    return shapes
+                f"input '{name}' has a dynamic dimension #{index}{label}; bind it with "
+                f"--input-shape {name}={template}"
+            )
+    return [int(d.dim_value) for d in dims]

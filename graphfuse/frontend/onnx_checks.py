@@ -1,0 +1,222 @@
+"""Getting an ONNX model in hand and checking what the importer takes for granted.
+
+`from_onnx` accepts a ModelProto, its serialized bytes or a path; each way in ends in a
+ModelProto or in one line naming what is wrong. The importer then assumes a graph with
+outputs, a default-domain opset of 13 or later, every tensor written once (ONNX's single
+assignment, which onnx.checker enforces but hand-built and edited models break) and graph
+inputs that are tensors of an element type ONNX defines. Checking these up front turns
+what would be a KeyError deep in the importer, or a silently wrong graph, into a message
+naming the input, node or file. Problems of one node are the converters' to report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from graphfuse.frontend.onnx_builder import ImportFailure
+
+MIN_OPSET = 13
+"""Oldest default-domain opset the converters follow (older models need re-exporting)."""
+STANDARD_DOMAINS = ("", "ai.onnx")
+
+
+def as_model(model: object) -> Any:
+    """A ModelProto from what `from_onnx` was given, or an ImportFailure saying why not."""
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        check_structure(model, "the model")
+        return model
+    if isinstance(model, bytes | bytearray | memoryview):
+        return _parse(bytes(model), "the bytes given")
+    if isinstance(model, str | Path):
+        return load_model(model)
+    raise ImportFailure(
+        "from_onnx takes an onnx.ModelProto, its serialized bytes or the path of an .onnx "
+        f"file, not {type(model).__name__}"
+    )
+
+
+def load_model(path: str | Path) -> Any:
+    """Read an .onnx file and the external data it names, or say in one line why not."""
+    path = Path(path)
+    if not path.exists():
+        raise ImportFailure(f"{path}: no such file")
+    if path.is_dir():
+        raise ImportFailure(f"{path}: is a directory, not an .onnx file")
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ImportFailure(f"{path}: cannot read ({error.strerror})") from None
+    model = _parse(data, str(path))
+    _load_external_data(model, path)
+    return model
+
+
+def _parse(data: bytes, where: str) -> Any:
+    """Deserialize a ModelProto. Protobuf accepts many byte strings that are no model
+    (unknown fields are kept), so a model without a graph is refused here too."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except (DecodeError, ValueError, RuntimeError) as error:
+        raise ImportFailure(f"{where}: not a readable ONNX model ({_first_line(error)})") from None
+    check_structure(model, where)
+    return model
+
+
+def _load_external_data(model: Any, path: Path) -> None:
+    """Tensors stored beside the model: each named file must exist before onnx reads it,
+    so that the message names the missing file rather than onnx's validation text."""
+    from onnx import external_data_helper
+
+    tensors = [t for t in model.graph.initializer if external_data_helper.uses_external_data(t)]
+    for tensor in tensors:
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        if not (path.parent / location).is_file():
+            raise ImportFailure(
+                f"{path}: external data file '{location}' of tensor '{tensor.name}' is missing "
+                "(keep it beside the model)"
+            )
+    try:
+        external_data_helper.load_external_data_for_model(model, str(path.parent))
+    except Exception as error:  # onnx raises ValidationError, OSError, ValueError, ...
+        raise ImportFailure(f"{path}: cannot read external data ({_first_line(error)})") from None
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+# ---- structure ----------------------------------------------------------------------------
+
+
+def check_structure(model: Any, where: str) -> None:
+    """What every later step assumes of the model as a whole; see the module docstring."""
+    if not model.HasField("graph") or not model.graph.output:
+        raise ImportFailure(f"{where}: not an ONNX model (no graph, or a graph without outputs)")
+    _check_opset(model)
+    _check_single_assignment(model.graph)
+    for graph_input in model.graph.input:
+        _check_input_type(graph_input)
+    for value in [*model.graph.output, *model.graph.value_info]:
+        _check_tensor_valued(value, "value")
+
+
+def _check_opset(model: Any) -> None:
+    versions = [o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS]
+    if not versions:
+        raise ImportFailure(
+            f"the model imports no default-domain (ai.onnx) opset; graphfuse reads opset "
+            f"{MIN_OPSET} and later"
+        )
+    if min(versions) < MIN_OPSET:
+        raise ImportFailure(
+            f"the model uses opset {min(versions)}; graphfuse reads opset {MIN_OPSET} and "
+            "later (re-export with a newer opset)"
+        )
+
+
+def _check_single_assignment(graph: Any) -> None:
+    """Each tensor name is written once: by a graph input, an initializer or one node."""
+    writers: dict[str, str] = {}
+    for graph_input in graph.input:
+        _claim(writers, graph_input.name, "a graph input")
+    for tensor in graph.initializer:
+        if writers.get(tensor.name) != "a graph input":  # old exporters list both
+            _claim(writers, tensor.name, "an initializer")
+    for index, node in enumerate(graph.node):
+        for name in (n for n in node.output if n):
+            _claim(writers, name, f"node {node_label(node, index)} ({node.op_type})")
+
+
+def _claim(writers: dict[str, str], name: str, writer: str) -> None:
+    if name in writers:
+        raise ImportFailure(
+            f"tensor '{name}' is written by both {writers[name]} and {writer}; an ONNX graph "
+            "assigns each tensor once"
+        )
+    writers[name] = writer
+
+
+def node_label(node: Any, index: int) -> str:
+    """How messages name a node: its name, else `OpType#index`."""
+    return node.name or f"{node.op_type}#{index}"
+
+
+def _check_input_type(graph_input: Any) -> None:
+    from onnx import TensorProto
+
+    _check_tensor_valued(graph_input, "input")
+    element = graph_input.type.tensor_type.elem_type
+    if element == TensorProto.UNDEFINED:
+        raise ImportFailure(f"input '{graph_input.name}' declares no element type")
+    if element not in TensorProto.DataType.values():
+        raise ImportFailure(
+            f"input '{graph_input.name}' has element type {element}, which ONNX does not define"
+        )
+
+
+def _check_tensor_valued(value: Any, kind: str) -> None:
+    """Only tensors: graphfuse has no optional, sequence or map values."""
+    which = value.type.WhichOneof("value")
+    if which is None and kind != "input":
+        return  # an output or value_info without a declared type: inferred on import
+    if which != "tensor_type":
+        raise ImportFailure(
+            f"{kind} '{value.name}' has type {describe_type(value.type)}, which graphfuse does "
+            "not support (only tensors)"
+        )
+
+
+def describe_type(type_proto: Any) -> str:
+    """An ONNX type as ONNX's schemas spell it: `tensor(float)`, `optional(seq(...))`."""
+    from onnx import TensorProto
+
+    which = type_proto.WhichOneof("value")
+    if which in ("tensor_type", "sparse_tensor_type"):
+        element = getattr(type_proto, which).elem_type
+        known = element in TensorProto.DataType.values()
+        name = TensorProto.DataType.Name(element).lower() if known else str(element)
+        return f"{'tensor' if which == 'tensor_type' else 'sparse_tensor'}({name})"
+    if which == "sequence_type":
+        return f"seq({describe_type(type_proto.sequence_type.elem_type)})"
+    if which == "optional_type":
+        return f"optional({describe_type(type_proto.optional_type.elem_type)})"
+    if which == "map_type":
+        return f"map({describe_type(type_proto.map_type.value_type)})"
+    return "an undeclared type" if which is None else which
+
+
+# ---- --input-shape ------------------------------------------------------------------------
+
+
+def parse_input_shapes(specs: Sequence[str]) -> dict[str, list[int]]:
+    """`name=2x3x224x224` strings (from --input-shape) as a dict; every dimension positive,
+    since a shape bound on the command line is a real tensor's and graphfuse has no empty
+    tensors."""
+    shapes: dict[str, list[int]] = {}
+    for spec in specs:
+        name, _, dims = spec.rpartition("=")
+        if not name or not dims:
+            raise _bad_spec(spec, "expected NAME=D0xD1x... (e.g. input_ids=2x16)")
+        values: list[int] = []
+        for dim in dims.split("x"):
+            if not re.fullmatch(r"\s*-?\d+\s*", dim):
+                raise _bad_spec(spec, f"dimension '{dim}' is not a number")
+            if int(dim) < 1:
+                raise _bad_spec(spec, f"dimension {int(dim)} must be 1 or more")
+            values.append(int(dim))
+        shapes[name] = values
+    return shapes
+
+
+def _bad_spec(spec: str, reason: str) -> ImportFailure:
+    return ImportFailure(f"--input-shape {spec!r}: {reason}")
