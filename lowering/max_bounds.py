@@ -70,13 +70,36 @@ def _equal_constants(a: SSAValue, b: SSAValue) -> bool:
 
 
 def _same(reduced: SSAValue, value: SSAValue, index: tuple[SSAValue, SSAValue]) -> bool:
-    """`value` is `reduced` with the reduction's index index[0] read as index[1]."""
+    """`value` is `reduced` with the reduction's index index[0] read as index[1].
+
+    Operand pairs are compared from a worklist, each pair once: the expressions can be
+    as deep as a fused kernel's body, and shared subexpressions would otherwise be
+    compared once per path to them."""
+    pending = [(reduced, value)]
+    compared: set[tuple[SSAValue, SSAValue]] = set()
+    while pending:
+        pair = pending.pop()
+        if pair in compared:
+            continue
+        compared.add(pair)
+        operands = _operand_pairs(*pair, index)
+        if operands is None:
+            return False
+        pending.extend(operands)
+    return True
+
+
+def _operand_pairs(
+    reduced: SSAValue, value: SSAValue, index: tuple[SSAValue, SSAValue]
+) -> list[tuple[SSAValue, SSAValue]] | None:
+    """The operand pairs that must also be the same for `value` to be `reduced` (see
+    `_same`); None where the two already differ."""
     if reduced == index[0]:
-        return value == index[1]
+        return [] if value == index[1] else None
     if reduced == value:
-        return True
+        return []
     if not isinstance(reduced, OpResult) or not isinstance(value, OpResult):
-        return False
+        return None
     a, b = reduced.op, value.op
     if (
         type(a) is not type(b)
@@ -87,8 +110,8 @@ def _same(reduced: SSAValue, value: SSAValue, index: tuple[SSAValue, SSAValue]) 
         or len(a.operands) != len(b.operands)
         or not (a.has_trait(Pure) or (isinstance(a, memref.LoadOp) and _read_only(a)))
     ):
-        return False
-    return all(_same(x, y, index) for x, y in zip(a.operands, b.operands, strict=True))
+        return None
+    return list(zip(a.operands, b.operands, strict=True))
 
 
 def _read_only(load: memref.LoadOp) -> bool:

@@ -37,29 +37,39 @@ from graphfuse.lowering.loop_annotations import LoopAnnotation, trip_count, vect
 
 
 def _depends(value: SSAValue, index: SSAValue, seen: dict[SSAValue, bool]) -> bool:
-    """`value` is computed from `index` (within the loop, through any ops)."""
-    if value == index:
-        return True
-    if value in seen:
-        return seen[value]
-    op = value.owner
-    seen[value] = False
-    found = isinstance(op, Operation) and any(_depends(v, index, seen) for v in op.operands)
-    seen[value] = found
-    return found
+    """`value` is computed from `index` (within the loop, through any ops).
+
+    Producers are visited with an explicit stack, each value's answer after its
+    operands': a kernel's scalar body can be thousands of ops deep."""
+    stack = [(value, False)]
+    while stack:
+        top, operands_done = stack.pop()
+        op = top.owner
+        if operands_done:
+            assert isinstance(op, Operation)
+            seen[top] = any(v == index or seen[v] for v in op.operands)
+        elif top != index and top not in seen:
+            seen[top] = False
+            if isinstance(op, Operation):
+                stack.append((top, True))
+                stack.extend((v, False) for v in op.operands)
+    return value == index or seen[value]
 
 
 def _unit_stride(value: SSAValue, index: SSAValue, seen: dict[SSAValue, bool]) -> bool:
     """`value` is `index` plus terms that do not depend on it."""
-    if value == index:
-        return True
-    op = value.owner
-    if not isinstance(op, arith.AddiOp):
-        return False
-    lhs, rhs = op.lhs, op.rhs
-    if _depends(lhs, index, seen):
-        return not _depends(rhs, index, seen) and _unit_stride(lhs, index, seen)
-    return _unit_stride(rhs, index, seen)
+    while value != index:
+        op = value.owner
+        if not isinstance(op, arith.AddiOp):
+            return False
+        lhs, rhs = op.lhs, op.rhs
+        if not _depends(lhs, index, seen):
+            value = rhs
+        elif _depends(rhs, index, seen):
+            return False
+        else:
+            value = lhs
+    return True
 
 
 def _contiguous_scalar_body(loop: scf.ForOp) -> bool:
