@@ -228,8 +228,11 @@ class Builder:
         return self.op(graph.TransposeOp, [x], shape, perm=i64_array(perm))
 
     def cast(self, x: Value, element: Attribute) -> Value:
+        """`x` with `element` elements; a known array is converted here, not in the graph."""
         if element_of(x, f"node {self.node}") == element:
             return x
+        if not isinstance(x, SSAValue):
+            return x.astype(numpy_dtype(element))
         return self.op(graph.CastOp, [x], shape_of(x), element)
 
     def reduce(

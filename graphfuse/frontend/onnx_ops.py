@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import UnitAttr
+from xdsl.dialects.builtin import IntegerType, UnitAttr
 from xdsl.ir import Attribute, SSAValue
 
 from graphfuse.dialects import graph
@@ -84,7 +84,6 @@ _BINARY: dict[str, type[graph.BinaryOp]] = {
     "Sub": graph.SubOp,
     "Mul": graph.MulOp,
     "Div": graph.DivOp,
-    "Pow": graph.PowOp,
 }
 
 
@@ -94,6 +93,15 @@ def _binary_converter(op_type: type[graph.BinaryOp]) -> Converter:
 
 for _name, _op in _BINARY.items():
     CONVERTERS[_name] = _binary_converter(_op)
+
+
+@converter("Pow")
+def _pow(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """ONNX lets the exponent's type differ from the base's (x ** int64 n); graph.pow takes
+    one element type, so the exponent follows the base (an integer base stays refused)."""
+    base, exponent = _x(inputs, 0), _x(inputs, 1)
+    exponent = b.cast(exponent, element_of(base, f"node {b.node}"))
+    return [b.binary(graph.PowOp, base, exponent)]
 
 
 def _variadic(op_type: type[graph.BinaryOp]) -> Converter:
@@ -224,8 +232,32 @@ def _layer_norm(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     elif shape_of(bias) != normalized:
         bias = b.op(graph.BroadcastToOp, [bias], normalized)
     bias = b.same_element(scale, bias)[1]
-    epsilon = f64_attr(attrs.get("epsilon", 1e-5))
-    return [b.op(graph.LayerNormOp, [x, scale, bias], shape, axis=i64_attr(axis), epsilon=epsilon)]
+    epsilon = float(attrs.get("epsilon", 1e-5))
+    normed = b.op(
+        graph.LayerNormOp, [x, scale, bias], shape, axis=i64_attr(axis), epsilon=f64_attr(epsilon)
+    )
+    if not any(b.outputs[1:]):
+        return [normed]
+    return [normed, *_layer_norm_statistics(b, x, axis, epsilon, attrs)]
+
+
+def _layer_norm_statistics(
+    b: Builder, x: Value, axis: int, epsilon: float, attrs: Attrs
+) -> list[Value]:
+    """LayerNormalization's optional Mean and InvStdDev outputs, made only when the model
+    reads them: x's mean and 1/sqrt(var + epsilon) over the normalized axes, kept as unit
+    dimensions, computed in stash_type (float unless it says otherwise) as ONNX specifies.
+    graph.layer_norm computes them too but does not return them."""
+    from onnx import helper
+
+    stash = np.dtype(helper.tensor_dtype_to_np_dtype(attrs.get("stash_type", 1)))
+    stashed = b.cast(x, element_type_of(stash, f"node {b.node}: stash_type"))
+    axes = list(range(axis, len(shape_of(x))))
+    mean = b.reduce(graph.ReduceMeanOp, stashed, axes, True)
+    centered = b.binary(graph.SubOp, stashed, mean)
+    variance = b.reduce(graph.ReduceMeanOp, b.binary(graph.MulOp, centered, centered), axes, True)
+    shifted = b.binary(graph.AddOp, variance, np.array(epsilon, stash))
+    return [mean, b.binary(graph.DivOp, np.ones((), stash), b.unary(graph.SqrtOp, shifted))]
 
 
 @converter("BatchNormalization")
@@ -234,7 +266,10 @@ def _batch_norm(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
         raise b.fail("BatchNormalization in training mode is not supported (export in eval)")
     x = _x(inputs)
     epsilon = f64_attr(attrs.get("epsilon", 1e-5))
-    operands = [x, *(_x(inputs, i) for i in range(1, 5))]
+    # ONNX types scale and bias (T1), mean and var (T2) apart from x; graph.batch_norm
+    # takes one element type, x's.
+    element = element_of(x, f"node {b.node}")
+    operands = [x, *(b.cast(_x(inputs, i), element) for i in range(1, 5))]
     return [b.op(graph.BatchNormOp, operands, shape_of(x), epsilon=epsilon)]
 
 
@@ -243,9 +278,19 @@ def _batch_norm(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
 
 @converter("MatMul")
 def _matmul(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """numpy.matmul: a 1-D operand is a matrix with a unit dimension put in front (lhs) or
+    after (rhs) and taken out of the result again, as graph.matmul needs rank >= 2."""
     lhs, rhs = _x(inputs, 0), _x(inputs, 1)
+    lhs_vector, rhs_vector = len(shape_of(lhs)) == 1, len(shape_of(rhs)) == 1
+    if lhs_vector:
+        lhs = b.reshape(lhs, [1, *shape_of(lhs)])
+    if rhs_vector:
+        rhs = b.reshape(rhs, [*shape_of(rhs), 1])
     shape = rules.matmul_shape(shape_of(lhs), shape_of(rhs))
-    return [b.op(graph.MatmulOp, [lhs, rhs], shape)]
+    result = b.op(graph.MatmulOp, [lhs, rhs], shape)
+    added = {len(shape) - 2} if lhs_vector else set[int]()
+    added |= {len(shape) - 1} if rhs_vector else set()
+    return [b.reshape(result, [d for i, d in enumerate(shape) if i not in added])]
 
 
 @converter("Gemm")
@@ -383,9 +428,21 @@ def _reduce_converter(op_type: type[graph.ReduceOp]) -> Converter:
             if attrs.get("noop_with_empty_axes", 0):
                 return [x]
             axes = list(range(len(shape_of(x))))
-        return [b.reduce(op_type, x, axes, bool(attrs.get("keepdims", 1)))]
+        return [_reduce(b, op_type, x, axes, bool(attrs.get("keepdims", 1)))]
 
     return convert
+
+
+def _reduce(
+    b: Builder, op_type: type[graph.ReduceOp], x: Value, axes: Sequence[int], keepdims: bool
+) -> Value:
+    """ReduceMax/ReduceMin of booleans (opset 20) are any/all: the same reduction over 0/1
+    as i32, since graph reductions take no i1."""
+    element = element_of(x, f"node {b.node}")
+    if element != IntegerType(1) or op_type not in (graph.ReduceMaxOp, graph.ReduceMinOp):
+        return b.reduce(op_type, x, axes, keepdims)
+    reduced = b.reduce(op_type, b.cast(x, IntegerType(32)), axes, keepdims)
+    return b.cast(reduced, element)
 
 
 for _name, _op in _REDUCE.items():
