@@ -231,7 +231,8 @@ def _layer_norm(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
         bias = np.zeros(normalized, np.float32)
     elif shape_of(bias) != normalized:
         bias = b.op(graph.BroadcastToOp, [bias], normalized)
-    bias = b.same_element(scale, bias)[1]
+    element = element_of(x, f"node {b.node}")  # a default bias is float32, x may not be
+    scale, bias = b.cast(scale, element), b.cast(bias, element)
     epsilon = float(attrs.get("epsilon", 1e-5))
     normed = b.op(
         graph.LayerNormOp, [x, scale, bias], shape, axis=i64_attr(axis), epsilon=f64_attr(epsilon)

@@ -21,6 +21,7 @@ from graphfuse.frontend.onnx_import import from_onnx
 TOLERANCE = 1e-4
 _TYPES = {
     np.dtype(np.float32): TensorProto.FLOAT,
+    np.dtype(np.float16): TensorProto.FLOAT16,
     np.dtype(np.int64): TensorProto.INT64,
     np.dtype(np.int32): TensorProto.INT32,
     np.dtype(np.bool_): TensorProto.BOOL,
@@ -52,9 +53,7 @@ def model(
 
 
 def onnxruntime_outputs(built: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[Any]:
-    session = ort.InferenceSession(
-        built.SerializeToString(), providers=["CPUExecutionProvider"]
-    )
+    session = ort.InferenceSession(built.SerializeToString(), providers=["CPUExecutionProvider"])
     return session.run(None, inputs)
 
 

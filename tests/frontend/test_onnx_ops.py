@@ -257,3 +257,84 @@ def test_gather_elements_on_known_inputs_is_folded() -> None:
     }
     built = model(nodes, {"x": x}, {"out": (F, [1, 5, 3])}, inits)
     check_against_onnxruntime(built, {"x": x})
+
+
+def test_matmul_with_vector_operands_compiled() -> None:
+    """numpy.matmul semantics: vector x matrix, matrix x vector, batched x vector, vector x
+    batched and vector x vector (a scalar)."""
+    v, m, m2, v3 = _rand(4), _rand(4, 3, seed=1), _rand(5, 3, seed=2), _rand(3, seed=3)
+    batched, stacked = _rand(2, 5, 4, seed=4), _rand(2, 4, 3, seed=5)
+    nodes = [
+        node("MatMul", ["v", "m"], ["vm"]),
+        node("MatMul", ["m2", "v3"], ["mv"]),
+        node("MatMul", ["batched", "v"], ["bv"]),
+        node("MatMul", ["v", "stacked"], ["vs"]),
+        node("MatMul", ["v", "v"], ["vv"]),
+    ]
+    inputs = {"v": v, "m": m, "m2": m2, "v3": v3, "batched": batched, "stacked": stacked}
+    outputs = {
+        "vm": (F, [3]),
+        "mv": (F, [5]),
+        "bv": (F, [2, 5]),
+        "vs": (F, [2, 3]),
+        "vv": (F, []),
+    }
+    check_against_onnxruntime(model(nodes, inputs, outputs), inputs, compile_it=True)
+
+
+def test_layernorm_mean_and_inv_std_dev_outputs_compiled() -> None:
+    """Mean and InvStdDev as graph outputs and read by a later node, normalized over the
+    last two axes (kept as unit dimensions)."""
+    x = _rand(2, 3, 8)
+    nodes = [
+        node("LayerNormalization", ["x", "g", "b"], ["y", "mean", "inv"], axis=1, epsilon=1e-3),
+        node("Mul", ["inv", "mean"], ["scaled"]),
+        node("LayerNormalization", ["x", "g8"], ["y8", "", "inv8"]),
+    ]
+    inits = {"g": _rand(3, 8, seed=1), "b": _rand(8, seed=2), "g8": _rand(8, seed=3)}
+    outputs = {
+        "y": (F, [2, 3, 8]),
+        "mean": (F, [2, 1, 1]),
+        "scaled": (F, [2, 1, 1]),
+        "inv8": (F, [2, 3, 1]),
+    }
+    built = model(nodes, {"x": x}, outputs, inits)
+    check_against_onnxruntime(built, {"x": x}, compile_it=True)
+
+
+def test_layernorm_statistics_of_float16_are_float() -> None:
+    """stash_type (float by default) is the statistics' precision and element type."""
+    x = _rand(2, 8).astype(np.float16)
+    nodes = [node("LayerNormalization", ["x", "g"], ["y", "mean", "inv"])]
+    outputs = {"y": (TensorProto.FLOAT16, [2, 8]), "mean": (F, [2, 1]), "inv": (F, [2, 1])}
+    built = model(nodes, {"x": x}, outputs, {"g": np.ones(8, np.float16)})
+    check_against_onnxruntime(built, {"x": x})
+
+
+def test_pow_and_batchnorm_mix_element_types() -> None:
+    """ONNX types Pow's exponent, and BatchNormalization's parameters, apart from the input."""
+    x, n = _rand(1, 2, 3, 3), np.array([[1, 2, 3]], np.int64)
+    nodes = [
+        node("Pow", ["x", "n"], ["p"]),
+        node("BatchNormalization", ["x", "gamma", "beta", "mean", "var"], ["bn"]),
+    ]
+    inits = {
+        "gamma": np.array([0.5, 2.0], np.float16),
+        "beta": np.array([1.0, -1.0], np.float16),
+        "mean": _rand(2, seed=1),
+        "var": np.array([0.5, 2.0], np.float32),
+    }
+    outputs = {"p": (F, [1, 2, 3, 3]), "bn": (F, [1, 2, 3, 3])}
+    built = model(nodes, {"x": x, "n": n}, outputs, inits)
+    check_against_onnxruntime(built, {"x": x, "n": n})
+
+
+def test_reduce_max_and_min_of_booleans_are_any_and_all() -> None:
+    flags = np.array([[True, False, True], [True, True, True]])
+    nodes = [
+        node("ReduceMax", ["flags", "axis"], ["any"], keepdims=0),
+        node("ReduceMin", ["flags", "axis"], ["all"], keepdims=0),
+    ]
+    outputs = {"any": (TensorProto.BOOL, [2]), "all": (TensorProto.BOOL, [2])}
+    built = model(nodes, {"flags": flags}, outputs, {"axis": np.array([1], np.int64)}, opset=20)
+    check_against_onnxruntime(built, {"flags": flags})
