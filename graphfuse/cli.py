@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 from xdsl.dialects import func
@@ -22,6 +22,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from graphfuse import toolchain
 from graphfuse.dialects.graph import FusionKind, fusion_kind
+from graphfuse.outputs import check_output_file, check_output_folder, write_all
 from graphfuse.parsing import GraphfuseError, make_context, verify
 from graphfuse.passes.dataflow import functions
 from graphfuse.passes.graph_fuse import default_refinement, front_end, fuse_function
@@ -53,26 +54,34 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def _load(path: str, input_shapes: Sequence[str] | None = None) -> ModuleOp:
     """A graph-dialect .mlir file, or an .onnx model imported (shapes bound by
-    --input-shape)."""
-    if path.endswith(".onnx"):
+    --input-shape), checked as graphfuse input."""
+    from graphfuse.compiler import input_kind
+    from graphfuse.graph_inputs import check_graph_module
+
+    if input_kind(path) == "onnx":
         from graphfuse.frontend.onnx_import import from_onnx, parse_input_shapes
 
-        return from_onnx(path, parse_input_shapes(input_shapes or []))
-    if input_shapes:
+        module = from_onnx(path, parse_input_shapes(input_shapes or []))
+    elif input_shapes:
         raise GraphfuseError(f"{path}: --input-shape applies to .onnx models only")
-    from graphfuse.parsing import parse_file
+    else:
+        from graphfuse.parsing import parse_file
 
-    return parse_file(path)
+        module = parse_file(path)
+    check_graph_module(module)
+    return module
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Import an ONNX model as a graph-dialect module."""
     from graphfuse.frontend.onnx_import import from_onnx, parse_input_shapes
 
+    if args.output is not None:
+        check_output_file(args.output)
     module = from_onnx(args.file, parse_input_shapes(args.input_shape or []))
     text = str(module) + "\n"
     if args.output:
-        _write_outputs({args.output: text})
+        write_all({args.output: text})
     else:
         sys.stdout.write(text)
     return 0
@@ -227,8 +236,6 @@ RUN_TOLERANCE = 1e-5
 def _options(args: argparse.Namespace):  # noqa: ANN202
     from graphfuse.compiler import CompileOptions
 
-    if args.max_depth < 1:
-        raise GraphfuseError(f"--max-depth must be >= 1, got {args.max_depth}")
     threads = args.threads if args.threads is not None else CompileOptions().threads
     return CompileOptions(
         fuse=args.fuse,
@@ -255,23 +262,39 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from graphfuse.compiler import Stage, lower_to
     from graphfuse.runtime.compiled import CompiledFunction
 
-    module = _load(args.file, args.input_shape)
     if args.target == "nvptx" and args.emit not in (None, "gpu", "ptx"):
         raise GraphfuseError(f"--target nvptx emits gpu or ptx, not {args.emit}")
+    _check_outputs(args)
+    module = _load(args.file, args.input_shape)
     if args.target == "nvptx" and args.emit is None:
         return _compile_nvptx(module, args)
     if args.emit is not None:
         text = lower_to(module, Stage(args.emit), _options(args))
         if args.output:
-            _write_outputs({args.output: text if text.endswith("\n") else text + "\n"})
+            write_all({args.output: text if text.endswith("\n") else text + "\n"})
         else:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return 0
-    output = args.output or str(Path(args.file).with_suffix(".so").name)
+    output = _default_output(args)
     compiled = _compile(module, args, output)
     assert isinstance(compiled, CompiledFunction)
     print(f"wrote {output}: {compiled!r}".replace(str(compiled.library_path), output))
     return 0
+
+
+def _default_output(args: argparse.Namespace) -> str:
+    """`-o`, else `<file>.so` (`<file>.nvptx` for PTX) in the current folder."""
+    if args.output is not None:
+        return args.output
+    return Path(args.file).with_suffix(".nvptx" if args.target == "nvptx" else ".so").name
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse an output that could never be written before any work is done."""
+    if args.target == "nvptx" and args.emit is None:
+        check_output_folder(_default_output(args))
+    elif args.emit is None or args.output is not None:
+        check_output_file(_default_output(args))
 
 
 def _compile_nvptx(module: ModuleOp, args: argparse.Namespace) -> int:
@@ -286,39 +309,26 @@ def _compile_nvptx(module: ModuleOp, args: argparse.Namespace) -> int:
     to_gpu(module, options)
     gpu_text = str(module)
     kernels = build_ptx(gpu_text, options.nvptx)
-    folder = Path(args.output or Path(args.file).with_suffix(".nvptx").name)
-    if folder.exists() and not folder.is_dir():
-        raise GraphfuseError(f"{folder}: exists and is not a folder (--target nvptx writes one)")
+    folder = check_output_folder(_default_output(args))
+    created = not folder.exists()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(exist_ok=True)
     except OSError as error:
         raise GraphfuseError(f"{folder}: cannot create: {error.strerror}") from None
-    files = {str(folder / f"{name}.ptx"): ptx for name, ptx in kernels.items()}
-    files[str(folder / "module.mlir")] = gpu_text + "\n"
-    _write_outputs(files)
+    files: dict[str | Path, str] = {folder / f"{name}.ptx": ptx for name, ptx in kernels.items()}
+    files[folder / "module.mlir"] = gpu_text + "\n"
+    try:
+        write_all(files)
+    except GraphfuseError:
+        if created:
+            folder.rmdir()
+        raise
     chip = options.nvptx
     print(
         f"wrote {folder}/: {len(kernels)} kernels as PTX {chip.ptx_isa} for {chip.chip}, and "
         "module.mlir (their launches)"
     )
     return 0
-
-
-def _write_outputs(outputs: dict[str, str]) -> None:
-    """Write every file or none: each goes to a temporary name first, then is renamed."""
-    staged: list[tuple[Path, Path]] = []
-    try:
-        for name, text in outputs.items():
-            target = Path(name)
-            temporary = target.with_name(f".{target.name}.graphfuse-tmp")
-            temporary.write_text(text)
-            staged.append((temporary, target))
-    except OSError as error:
-        for temporary, _ in staged:
-            temporary.unlink(missing_ok=True)
-        raise GraphfuseError(f"{error.filename}: cannot write: {error.strerror}") from None
-    for temporary, target in staged:
-        temporary.replace(target)
 
 
 def _reference_results(module: ModuleOp) -> tuple[list[np.ndarray], tuple[np.ndarray, ...]]:
@@ -377,6 +387,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
 
     if args.max_depth < 1:
         raise GraphfuseError(f"--max-depth must be >= 1, got {args.max_depth}")
+    _ = [check_output_file(path) for path in (args.output, args.dot) if path is not None]
     module = _load(args.file, args.input_shape)
     before = {f.sym_name.data: Summary.of(kernel_stats(f)) for f in functions(module)}
     reference_run = _reference_results(module) if args.check else None
@@ -392,13 +403,13 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         notes.extend(_report_lines(module, before))
     if reference_run is not None:
         notes.append(_compare_with_reference(module, *reference_run))
-    outputs: dict[str, str] = {}
+    outputs: dict[str | Path, str] = {}
     if args.dot:
         outputs[args.dot] = "".join(function_to_dot(f) for f in functions(module))
     text = str(module) + "\n"
     if args.output:
         outputs[args.output] = text
-    _write_outputs(outputs)
+    write_all(outputs)
     for note in notes:
         print(f"// {note}")
     if args.output is None:
@@ -409,8 +420,28 @@ def cmd_fuse(args: argparse.Namespace) -> int:
 _FILE_HELP = "graph-dialect .mlir file or .onnx model"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line (the option and what it allows), like every
+    other graphfuse diagnostic; `--help` still prints the whole usage. Subcommand parsers
+    are made of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see --help)\n")
+
+
+def _natural(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="graphfuse", description="Operator-fusion compiler for neural-network graphs."
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -423,7 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="compile and run a function on random inputs")
     run.add_argument("file", help=_FILE_HELP)
     _input_shape_argument(run)
-    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument("--seed", type=_natural, default=0, help="seed of the random inputs")
     run.add_argument(
         "--random-inputs", action="store_true", help="random inputs (the default and only source)"
     )

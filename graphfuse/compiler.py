@@ -20,6 +20,8 @@ from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects import loop
+from graphfuse.graph_inputs import check_graph_module
+from graphfuse.outputs import check_output_file
 from graphfuse.parsing import GraphfuseError, make_context, parse_file, verify
 from graphfuse.runtime.build import CpuTarget, build_shared_library, to_llvm_ir
 from graphfuse.runtime.compiled import CompiledFunction
@@ -64,6 +66,19 @@ class CompileOptions:
     PTX files, the GPU's own for target 'cuda'."""
     ptx_isa: str = "8.0"
 
+    def __post_init__(self) -> None:
+        """Options are checked where they are made, so a bad one never starts a build."""
+        if self.max_depth < 1:
+            raise GraphfuseError(f"max_depth must be at least 1, got {self.max_depth}")
+        if self.threads < 1:
+            raise GraphfuseError(f"threads must be at least 1, got {self.threads}")
+        if self.lanes not in (None, 8, 16):
+            raise GraphfuseError(f"lanes must be 8 or 16, got {self.lanes}")
+        if self.opt_level not in (0, 1, 2, 3):
+            raise GraphfuseError(f"opt_level must be 0, 1, 2 or 3, got {self.opt_level}")
+        if not self.cpu.strip():
+            raise GraphfuseError("cpu is empty: name an LLVM CPU, or 'native' for this one")
+
     @property
     def target(self) -> CpuTarget:
         return CpuTarget(cpu=self.cpu, opt_level=self.opt_level, threads=self.threads)
@@ -77,17 +92,58 @@ TARGETS = ("cpu", "cuda")
 
 
 def load(module_or_path: ModuleOp | str | Path) -> ModuleOp:
-    """A verified module: parsed from a path (.mlir, or .onnx imported), or a copy of the
-    given module."""
+    """A verified graph module: parsed from a path (.mlir, or .onnx imported), or a copy
+    of the given module; anything else is refused in one line."""
     if isinstance(module_or_path, ModuleOp):
         module = module_or_path.clone()
         verify(module)
-        return module
-    if str(module_or_path).endswith(".onnx"):
+    else:
+        module = _load_path(module_or_path)
+    check_graph_module(module)
+    return module
+
+
+def _load_path(path: object) -> ModuleOp:
+    if not isinstance(path, str | Path):
+        raise GraphfuseError(
+            f"expected an xDSL ModuleOp or the path of a .mlir or .onnx file, "
+            f"got {type(path).__name__}"
+        )
+    if "\n" in str(path) or str(path).lstrip().startswith(("func.func", "module", "builtin.")):
+        raise GraphfuseError(
+            "got MLIR text where a path is expected: parse it first with "
+            "graphfuse.parsing.parse_text(text) and pass the module"
+        )
+    kind = input_kind(path)
+    if kind == "onnx":
         from graphfuse.frontend.onnx_import import from_onnx
 
-        return from_onnx(module_or_path)
-    return parse_file(module_or_path)
+        return from_onnx(path)
+    return parse_file(path)
+
+
+INPUT_KINDS = {".mlir": "mlir", ".onnx": "onnx"}
+"""The front end each input suffix picks."""
+
+
+def input_kind(path: str | Path) -> str:
+    """'mlir' or 'onnx' by the file's suffix; any other suffix is refused rather than
+    guessed, so a binary model is never read as MLIR text nor the reverse."""
+    kind = INPUT_KINDS.get(Path(path).suffix.lower())
+    if kind is None:
+        raise GraphfuseError(
+            f"{path}: not a .mlir or .onnx file: graphfuse picks the reader by the suffix "
+            "(.mlir: graph dialect, .onnx: ONNX model)"
+        )
+    return kind
+
+
+def check_options(options: CompileOptions, target: str = "cpu") -> None:
+    """What can only be checked against the tools (the CPU name llc knows)."""
+    if target == "cpu" and options.cpu != "native":
+        from graphfuse.toolchain import check_cpu
+
+        check_cpu(options.cpu, options.target.triple)
 
 
 def fuse(module: ModuleOp, options: CompileOptions, cpu: bool = True) -> None:
@@ -110,6 +166,8 @@ def fuse(module: ModuleOp, options: CompileOptions, cpu: bool = True) -> None:
 def lower_to(module: ModuleOp, stage: Stage, options: CompileOptions = CompileOptions()) -> str:
     """The module's text at `stage` (the module is changed in place up to that stage).
     Stage.PTX gives every kernel's PTX, each after a `// kernel @name` line."""
+    if stage is Stage.LLVM:
+        check_options(options)
     fuse(module, options, cpu=stage not in (Stage.GPU, Stage.PTX))
     if stage is Stage.GRAPH:
         return str(module)
@@ -153,8 +211,6 @@ def _to_upstream_module(module: ModuleOp, options: CompileOptions) -> None:
 
     ctx = make_context()
     parallel = options.threads > 1
-    if options.lanes not in (None, 8, 16):
-        raise GraphfuseError(f"lanes must be 8 or 16, got {options.lanes}")
     lanes = options.lanes or options.target.vector_lanes()
     TileMatmulPass(threads=parallel, lanes=lanes).apply(ctx, module)
     SplitEpiloguesPass().apply(ctx, module)
@@ -198,6 +254,8 @@ def _entry(module: ModuleOp, entry: str) -> func.FuncOp:
     names: list[str] = []
     for op in module.ops:
         if isinstance(op, func.FuncOp):
+            if op.sym_name.data == entry and op.is_declaration:
+                raise GraphfuseError(f"@{entry} is a declaration without a body")
             if op.sym_name.data == entry:
                 return op
             names.append("@" + op.sym_name.data)
@@ -255,12 +313,15 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     """Compile a graph-dialect module (or .mlir file) and return `entry` as a callable
     taking and returning NumPy arrays: for the CPU (`output` also writes the shared library
     there) or, with target 'cuda', for the NVIDIA GPU the CUDA driver finds."""
-    if options.threads < 1:
-        raise GraphfuseError(f"threads must be at least 1, got {options.threads}")
+    if not isinstance(options, CompileOptions):
+        raise GraphfuseError(f"options must be a CompileOptions, got {type(options).__name__}")
     if target not in TARGETS:
         raise GraphfuseError(f"unknown target '{target}'; valid targets: {', '.join(TARGETS)}")
     if target == "cuda":
         return _compile_cuda(module_or_path, entry, options)
+    check_options(options, target)
+    if output is not None:
+        output = check_output_file(output)
     module = load(module_or_path)
     _entry(module, entry)
     lower_to(module, Stage.LOOP, options)

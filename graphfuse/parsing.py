@@ -12,11 +12,12 @@ from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation
+from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.parser import Parser
 from xdsl.universe import Universe
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
 
 class GraphfuseError(DiagnosticException):
@@ -39,8 +40,10 @@ class LocatedParser(Parser):
         try:
             op = super().parse_operation()
         except VerifyException as error:
-            # Type constraints of a custom format are checked while parsing; name the op.
-            raise ParseError(span, f"{_op_name_at(span)}{error}") from None
+            # Type constraints of a custom format are checked while parsing; name the op,
+            # and the type where one on its line is outside the dialect's element types.
+            message = _unsupported_type_at(span) or str(error)
+            raise ParseError(span, f"{_op_name_at(span)}{message}") from None
         if not isinstance(op.location, FileLineColLoc):
             where = span.get_location()
             op.location = FileLineColLoc(
@@ -55,6 +58,26 @@ def _op_name_at(span: Span[str]) -> str:
     return f"'{match.group(1)}' op " if match else ""
 
 
+def _unsupported_type_at(span: Span[str]) -> str | None:
+    line = span.input.content[span.start : span.input.get_end_of_line(span.start)]
+    for match in _TENSOR_TYPE.finditer(line):
+        *dims, element = match.group(1).split("x")
+        if element not in _ELEMENT_NAMES:
+            from graphfuse.graph_inputs import ELEMENT_TYPES
+
+            return (
+                f"element type {element} ({match.group(0)}) is not supported: graph ops "
+                f"take {ELEMENT_TYPES}"
+            )
+        if "?" in dims:
+            return (
+                f"{match.group(0)} has a dynamic dimension: graphfuse compiles static shapes only"
+            )
+    return None
+
+
+_TENSOR_TYPE = re.compile(r"tensor<([^<>]*)>")
+_ELEMENT_NAMES = frozenset({"f32", "f16", "bf16", "i32", "i64", "i1"})
 _OP_NAME = re.compile(r"\b([a-z_][a-z0-9_]*\.[a-z0-9_.]+)\b")
 
 
@@ -74,13 +97,59 @@ def op_error(op: Operation, message: str) -> GraphfuseError:
 
 def parse_text(text: str, name: str = "<input>", ctx: Context | None = None) -> ModuleOp:
     """Parse and verify a module; any problem becomes a one-line `GraphfuseError`."""
-    parser = LocatedParser(ctx or make_context(), text, name)
+    tokens = _tokens(text, name)
+    if tokens is not None and not tokens:
+        raise GraphfuseError(f"{name}: no function: the file is empty or holds only comments")
     try:
-        module = parser.parse_module()
+        # The parser lexes its first token as it is made: that too may fail.
+        module = LocatedParser(ctx or make_context(), text, name).parse_module()
     except ParseError as error:
-        raise GraphfuseError(f"{error.span.get_location()}: {error.msg}") from None
+        raise GraphfuseError(_parse_error_line(error, tokens)) from None
     verify(module)
     return module
+
+
+def _tokens(text: str, name: str) -> list[MLIRToken] | None:
+    """The text's tokens up to end of file, comments dropped; None where it does not lex
+    (the parser then says where)."""
+    lexer = MLIRLexer(Input(text, name))
+    tokens: list[MLIRToken] = []
+    try:
+        while (token := lexer.lex()).kind is not MLIRTokenKind.EOF:
+            tokens.append(token)
+    except ParseError:
+        return None
+    return tokens
+
+
+def _parse_error_line(error: ParseError, tokens: list[MLIRToken] | None) -> str:
+    """One line for a parse error. Where xDSL's message says only that the input ended or
+    went on (an unbalanced brace, noticed at the end of the file), the brace is named
+    where it opens or closes instead."""
+    unbalanced = _unbalanced_brace(tokens or [])
+    if unbalanced is not None and error.msg.strip() in _GENERIC_PARSE_ERRORS:
+        token, problem = unbalanced
+        return f"{token.span.get_location()}: {problem}"
+    message = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in error.msg)
+    message = " ".join(message.split()) or "cannot parse"
+    return f"{error.span.get_location()}: {message}"
+
+
+_GENERIC_PARSE_ERRORS = frozenset({"", "in block definition", "Could not parse entire input!"})
+
+
+def _unbalanced_brace(tokens: list[MLIRToken]) -> tuple[MLIRToken, str] | None:
+    open_braces: list[MLIRToken] = []
+    for token in tokens:
+        if token.kind is MLIRTokenKind.L_BRACE:
+            open_braces.append(token)
+        elif token.kind is MLIRTokenKind.R_BRACE:
+            if not open_braces:
+                return token, "'}' closes no '{'"
+            open_braces.pop()
+    if open_braces:
+        return open_braces[-1], "'{' is never closed (the file ends first)"
+    return None
 
 
 def parse_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:
@@ -93,9 +162,12 @@ def parse_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:
 
 
 def verify(module: ModuleOp) -> None:
-    """Verify a module; on failure name the innermost failing op and its location."""
+    """Verify a module; on failure name the innermost failing op and its location.
+    Every value must also be defined before it is used: xDSL's parser resolves forward
+    references and its verifier does not check dominance."""
     try:
         module.verify()
+        check_definitions_precede_uses(module)
         return
     except VerifyException as error:
         whole_module_error = error
@@ -106,3 +178,34 @@ def verify(module: ModuleOp) -> None:
         except VerifyException as error:
             raise op_error(op, str(error)) from None
     raise op_error(module, str(whole_module_error)) from None
+
+
+def check_definitions_precede_uses(module: ModuleOp) -> None:
+    """Raise a diagnostic for the first operand whose definition does not come before its
+    use: an op result must be defined earlier in the user's block or in an enclosing block
+    before the op holding the user (uses across the blocks of a CFG region are left to
+    dominance, which graph and loop functions never need). Linear in the module's size."""
+    position: dict[Operation, int] = {}
+    for op in module.walk():
+        block = op.parent_block()
+        if block is not None and block.first_op is op:
+            for index, sibling in enumerate(block.ops):
+                position[sibling] = index
+        for number, operand in enumerate(op.operands):
+            if not _defined_before(operand, op, position):
+                raise op_error(op, f"operand #{number} is used before it is defined")
+
+
+def _defined_before(value: SSAValue, user: Operation, position: dict[Operation, int]) -> bool:
+    if not isinstance(value, OpResult):
+        return True  # block arguments: xDSL checks they belong to an enclosing block
+    definer = value.op
+    block = definer.parent_block()
+    holder: Operation | None = user
+    while holder is not None and holder.parent_block() is not block:
+        holder = holder.parent_op()
+    if holder is None:
+        # Across the blocks of one CFG region only dominance decides: not checked here.
+        region = definer.parent_region()
+        return region is not None and len(region.blocks) > 1
+    return position[definer] < position[holder]

@@ -7,6 +7,8 @@ is reported with the exact command that installs it, never with a traceback.
 
 from __future__ import annotations
 
+import difflib
+import functools
 import os
 import shutil
 import subprocess
@@ -139,3 +141,40 @@ def llc_has_nvptx(found: FoundTool) -> bool:
     """Whether this llc was built with the NVPTX back end."""
     run = subprocess.run([found.path, "--version"], capture_output=True, text=True, timeout=30)
     return "nvptx" in run.stdout.lower()
+
+
+def check_cpu(cpu: str, triple: str) -> None:
+    """Refuse a CPU name llc does not know for `triple` (llc would only warn, and `opt`
+    then fails with an unrelated message), naming the closest known names."""
+    known = _known_cpus(triple)
+    if not known or cpu in known:
+        return
+    close = difflib.get_close_matches(cpu, known, n=3)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    raise ToolchainError(
+        f"unknown CPU '{cpu}' for {triple}: {hint}`native` is this machine's; "
+        f"`llc -mtriple={triple} -mcpu=help` lists all {len(known)}"
+    )
+
+
+@functools.cache
+def _known_cpus(triple: str) -> tuple[str, ...]:
+    """The CPU names `llc -mcpu=help` lists for `triple` (empty if it lists none)."""
+    found = require_tool("llc")
+    try:
+        run = subprocess.run(
+            [found.path, f"-mtriple={triple}", "-mcpu=help"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    names: list[str] = []
+    listing = False
+    for line in (run.stdout + run.stderr).splitlines():
+        if line.startswith("Available"):
+            listing = line.startswith("Available CPUs")
+        elif listing and " - " in line:
+            names.append(line.split(" - ", 1)[0].strip())
+    return tuple(names)

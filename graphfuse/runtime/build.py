@@ -20,7 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from graphfuse.runtime import parallel
-from graphfuse.toolchain import ToolchainError, require_tool, tool_version
+from graphfuse.toolchain import ToolchainError, require_tool, tool_named, tool_version
 
 MLIR_TO_LLVM_DIALECT = (
     "--canonicalize",
@@ -112,7 +112,14 @@ def cache_dir() -> Path:
         os.path.expanduser("~"), ".cache", "graphfuse"
     )
     path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        what = "exists and is not a folder" if path.exists() else error.strerror
+        raise ToolchainError(
+            f"{path}: cannot use it as graphfuse's build cache: {what} "
+            "(set GRAPHFUSE_CACHE_DIR to a folder)"
+        ) from None
     return path
 
 
@@ -128,6 +135,12 @@ def run_tool(stage: str, tool: str, args: list[str], stdin: str | bytes | None =
         first = next((line for line in message if "error" in line.lower()), None)
         first = first or (message[0] if message else f"exit status {done.returncode}")
         raise ToolchainError(f"{stage} failed ({tool}): {first.strip()}")
+    if not done.stdout.strip() and "-o" not in args:
+        # Every tool run without -o prints what the next stage reads.
+        raise ToolchainError(
+            f"{stage} failed ({tool}): {found.path} exited 0 but printed nothing; "
+            f"is it a working {tool}? ({tool_named(tool).env_var} overrides it)"
+        )
     return done.stdout
 
 

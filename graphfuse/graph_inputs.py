@@ -1,0 +1,92 @@
+"""What graphfuse takes as an input graph, checked once before any pass runs.
+
+The graph dialect's verifiers check each op; what they cannot see is the module as a
+whole: ops must sit inside functions, a function must have a body, and every tensor must
+be static, non-empty and of an element type the graph ops take (`func.func` accepts any
+argument type, so an unused f64 argument would otherwise slip through to the lowering).
+Each problem is one line naming the function, argument or op, and its location.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    IntegerType,
+    ModuleOp,
+    Signedness,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation
+
+from graphfuse.parsing import GraphfuseError, location_of, op_error
+
+ELEMENT_TYPES = "f32, f16, bf16, i32, i64 or i1"
+"""The element types graph ops take, as diagnostics list them."""
+
+
+def check_graph_module(module: ModuleOp) -> None:
+    """Raise a `GraphfuseError` for the first thing graphfuse cannot take as input."""
+    for op in module.ops:
+        if not isinstance(op, func.FuncOp):
+            raise op_error(op, "is at module top level: graph ops belong inside a func.func")
+        check_function(op)
+
+
+def check_function(function: func.FuncOp) -> None:
+    """A function with a body whose arguments, results and values are all supported
+    tensors."""
+    name = f"@{function.sym_name.data}"
+    if function.is_declaration:
+        raise GraphfuseError(
+            f"{location_of(function)}: function {name} is a declaration without a body: "
+            "graphfuse compiles functions of graph ops"
+        )
+    for index, typ in enumerate(function.function_type.inputs.data):
+        _check_type(typ, f"{location_of(function)}: {name} argument #{index}")
+    for index, typ in enumerate(function.function_type.outputs.data):
+        _check_type(typ, f"{location_of(function)}: {name} result #{index}")
+    for op in function.body.walk():
+        for index, result in enumerate(op.results):
+            _check_type(result.type, _op_where(op, index))
+
+
+def _op_where(op: Operation, index: int) -> str:
+    return f"{location_of(op)}: '{op.name}' op result #{index}"
+
+
+def _check_type(typ: Attribute, where: str) -> None:
+    problem = type_problem(typ)
+    if problem is not None:
+        raise GraphfuseError(f"{where} {problem}")
+
+
+def type_problem(typ: Attribute) -> str | None:
+    """Why graphfuse cannot take a value of this type, or None."""
+    if not isinstance(typ, TensorType):
+        return f"has type {typ}: graphfuse takes ranked tensors only"
+    shape = typ.get_shape()
+    for dim, size in enumerate(shape):
+        if size < 0:
+            return (
+                f"has a dynamic dimension (#{dim} of {typ}): graphfuse compiles static "
+                "shapes only (an ONNX model's dimensions are bound by --input-shape)"
+            )
+        if size == 0:
+            return f"is empty (dimension #{dim} of {typ} is 0): empty tensors are not supported"
+    element = typ.get_element_type()
+    if not _supported_element(element):
+        return f"has element type {element} ({typ}): graph ops take {ELEMENT_TYPES}"
+    return None
+
+
+def _supported_element(element: Attribute) -> bool:
+    if isinstance(element, Float32Type | Float16Type | BFloat16Type):
+        return True
+    return (
+        isinstance(element, IntegerType)
+        and element.width.data in (1, 32, 64)
+        and element.signedness.data is Signedness.SIGNLESS
+    )
