@@ -95,15 +95,28 @@ def test_cnn_ops_compiled() -> None:
         node("MaxPool", ["c2"], ["mp"], kernel_shape=[2, 2], pads=[0, 0, 1, 1], strides=[2, 2]),
         node("AveragePool", ["c2"], ["ap"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
         node(
-            "AveragePool", ["c2"], ["api"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+            "AveragePool",
+            ["c2"],
+            ["api"],
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
             count_include_pad=1,
         ),
         node("GlobalAveragePool", ["c2"], ["gap"]),
         node("Flatten", ["gap"], ["flat"]),
         node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], transB=1),
     ]
-    inits = {"w1": w1, "b1": b1, "w2": w2, "gamma": gamma, "beta": beta, "mean": mean,
-             "var": var, "fc_w": fc_w, "fc_b": fc_b}
+    inits = {
+        "w1": w1,
+        "b1": b1,
+        "w2": w2,
+        "gamma": gamma,
+        "beta": beta,
+        "mean": mean,
+        "var": var,
+        "fc_w": fc_w,
+        "fc_b": fc_b,
+    }
     outputs = {
         "logits": (F, [2, 3]),
         "mp": (F, [2, 8, 3, 3]),
@@ -235,7 +248,10 @@ def test_shape_arithmetic_is_folded() -> None:
 
 def test_gather_with_known_contiguous_indices_is_a_slice() -> None:
     x = _rand(5, 4)
-    nodes = [node("Gather", ["x", "idx"], ["g"], axis=0), node("Gather", ["x", "last"], ["h"], axis=1)]
+    nodes = [
+        node("Gather", ["x", "idx"], ["g"], axis=0),
+        node("Gather", ["x", "last"], ["h"], axis=1),
+    ]
     inits = {"idx": np.array([[1, 2]], np.int64), "last": np.array(-1, np.int64)}
     built = model(nodes, {"x": x}, {"g": (F, [1, 2, 4]), "h": (F, [5])}, inits)
     check_against_onnxruntime(built, {"x": x})
