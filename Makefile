@@ -46,3 +46,13 @@ typecheck: $(STAMP)
 	for d in dialects passes lowering; do ln -s "$(abspath .)/$$d" build/typecheck/graphfuse/$$d; done
 	cd build/typecheck && npx --yes pyright@1.1.414 --pythonpath "$(abspath $(BIN))/python" \
 		graphfuse graphfuse/dialects/*.py graphfuse/passes/*.py graphfuse/lowering/*.py
+
+# The ONNX differential fuzzer (graphfuse/testing): random valid models checked against
+# onnxruntime for MINUTES, failures reduced to small repros, counts and repros listed in
+# build/fuzz/report.txt. Not part of `make test`, which runs a fixed-seed batch.
+MINUTES ?= 30
+.PHONY: fuzz
+fuzz: $(STAMP)
+	mkdir -p build/fuzz
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/fuzz_onnx.py --minutes $(MINUTES) \
+		--out build/fuzz
