@@ -7,6 +7,7 @@ op and where it is. `GraphfuseError` carries the one-line message the CLI prints
 
 from __future__ import annotations
 
+import bisect
 import re
 from pathlib import Path
 
@@ -45,11 +46,21 @@ class LocatedParser(Parser):
             message = _unsupported_type_at(span) or str(error)
             raise ParseError(span, f"{_op_name_at(span)}{message}") from None
         if not isinstance(op.location, FileLineColLoc):
-            where = span.get_location()
-            op.location = FileLineColLoc(
-                StringAttr(where.file), IntAttr(where.line), IntAttr(where.col)
-            )
+            line, col = self._line_and_column(span)
+            op.location = FileLineColLoc(StringAttr(span.input.name), IntAttr(line), IntAttr(col))
         return op
+
+    _line_starts: list[int] | None = None
+
+    def _line_and_column(self, span: Span[str]) -> tuple[int, int]:
+        """Where `span` starts, from the text's line starts found once: xDSL's
+        `Span.get_location` counts newlines from the file's start, quadratic over a file
+        of many ops."""
+        if self._line_starts is None:
+            content = span.input.content
+            self._line_starts = [0, *(m.end() for m in re.finditer("\n", content))]
+        line = bisect.bisect_right(self._line_starts, span.start)
+        return line + span.line_offset, span.start - self._line_starts[line - 1] + 1
 
 
 def _op_name_at(span: Span[str]) -> str:
