@@ -130,7 +130,9 @@ def compare_select(b: GraphBuilder) -> None:
         return
     cond = condition[0].name
     boolean = b.pick(lambda t: t.dtype == BOOL and t.name != cond)
-    if boolean is not None and _flip(b):
+    if boolean is None or _flip(b, 0.2):
+        boolean = b.input(BOOL, broadcast_partner(b, condition[0].shape))
+    if _flip(b):
         combined = b.node(str(b.rng.choice(["And", "Or"])), [cond, boolean.name])
         cond = combined[0].name if combined else cond
     if _flip(b, 0.3):
