@@ -48,6 +48,7 @@ class Finding:
     path: str
     nodes: str
     seed: int
+    threads: int
     count: int = 1
 
 
@@ -56,6 +57,9 @@ class Fuzzer:
     out: Path
     worker: Worker
     max_nodes: int = 60
+    threads: Sequence[int] = (1,)
+    """Threads per kernel, taken in turn by consecutive seeds (1: serial loops; more:
+    the OpenMP-lowered parallel loops and graphfuse's runtime)."""
     reduce_tests: int = 150
     reduce_seconds: float = 240.0
     counts: Counter[str] = field(default_factory=lambda: Counter[str]())
@@ -70,27 +74,28 @@ class Fuzzer:
         if case is None:
             self.counts["not generated"] += 1
             return None
-        outcome = self.worker.evaluate(case)
+        threads = self.threads[seed % len(self.threads)]
+        outcome = self.worker.evaluate(case, threads)
         self.counts[outcome.verdict.value] += 1
         if outcome.verdict is Verdict.UNSUPPORTED:
             self.unsupported[outcome.category] += 1
         if outcome.verdict in BUGS:
-            self._record(case, outcome)
+            self._record(case, outcome, threads)
         return outcome
 
-    def _record(self, case: Case, outcome: Outcome) -> None:
+    def _record(self, case: Case, outcome: Outcome, threads: int) -> None:
         limit = REDUCTIONS_PER_KEY.get(outcome.verdict, 1)
         if self.reduced[outcome.key] >= limit:
             self._count_known(outcome)
             return
         self.reduced[outcome.key] += 1
-        small = self.reduce(case, outcome)
+        small = self.reduce(case, outcome, threads)
         identity = (*outcome.key, node_signature(small))
         if identity in self.findings:
             self.findings[identity].count += 1
             return
-        path = self.save(small, outcome)
-        self.findings[identity] = Finding(outcome, path, node_list(small), case.seed)
+        path = self.save(small, outcome, threads)
+        self.findings[identity] = Finding(outcome, path, node_list(small), case.seed, threads)
 
     def _count_known(self, outcome: Outcome) -> None:
         for identity, finding in self.findings.items():
@@ -98,9 +103,9 @@ class Fuzzer:
                 finding.count += 1
                 return
 
-    def reduce(self, case: Case, outcome: Outcome) -> Case:
+    def reduce(self, case: Case, outcome: Outcome, threads: int = 1) -> Case:
         def still_fails(candidate: Case) -> bool:
-            return self.worker.evaluate(candidate).key == outcome.key
+            return self.worker.evaluate(candidate, threads).key == outcome.key
 
         try:
             reducer = Reducer(case, still_fails, self.reduce_tests, self.reduce_seconds)
@@ -108,7 +113,7 @@ class Fuzzer:
             return case
         return reducer.run()
 
-    def save(self, case: Case, outcome: Outcome) -> str:
+    def save(self, case: Case, outcome: Outcome, threads: int) -> str:
         """`<verdict>-<n>.onnx`, `.npz` and `.txt` under the output folder."""
         import onnx
 
@@ -117,7 +122,10 @@ class Fuzzer:
         onnx.save(case.model, str(stem.with_suffix(".onnx")))
         np.savez(str(stem.with_suffix(".npz")), **case.feeds)
         first = outcome.message.splitlines()[0] if outcome.message else outcome.category
-        line = f"{outcome.verdict.value}: {first} | seed {case.seed} | nodes: {node_list(case)}"
+        line = (
+            f"{outcome.verdict.value}: {first} | seed {case.seed}, threads {threads} | "
+            f"nodes: {node_list(case)}"
+        )
         stem.with_suffix(".txt").write_text(line + "\n" + outcome.message + "\n")
         return str(stem.with_suffix(".onnx"))
 
@@ -130,7 +138,8 @@ class Fuzzer:
             first = o.message.splitlines()[0][:200] if o.message else ""
             lines.append(
                 f"  {o.verdict.value} x{finding.count}: {o.category} | {first} | "
-                f"{finding.path} | nodes: {finding.nodes} | seed {finding.seed}"
+                f"{finding.path} | nodes: {finding.nodes} | seed {finding.seed}, "
+                f"threads {finding.threads}"
             )
         lines += ["", "unsupported (expected diagnostics):"]
         lines += [f"  x{count}: {category}" for category, count in self.unsupported.most_common()]
@@ -147,7 +156,8 @@ def fuzz(args: argparse.Namespace) -> Fuzzer:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("GRAPHFUSE_CACHE_DIR", str(out / "cache"))
-    fuzzer = Fuzzer(out, Worker(args.threads), args.max_nodes)
+    threads = [int(t) for t in str(args.threads).split(",")]
+    fuzzer = Fuzzer(out, Worker(threads[0]), args.max_nodes, threads)
     deadline = time.monotonic() + 60 * args.minutes
     seed, start = args.seed, time.monotonic()
     while time.monotonic() < deadline and (args.cases is None or seed < args.seed + args.cases):
@@ -158,11 +168,30 @@ def fuzz(args: argparse.Namespace) -> Fuzzer:
         elapsed = time.monotonic() - start
         header = (
             f"graphfuse ONNX fuzzer: seeds {args.seed}..{seed - 1}, {elapsed / 60:.1f} min, "
-            f"max {args.max_nodes} nodes, {args.threads} thread(s)"
+            f"max {args.max_nodes} nodes, threads {args.threads}"
         )
         (out / "report.txt").write_text(fuzzer.report(header))
     fuzzer.worker.close()
     return fuzzer
+
+
+def reduce_saved(path: str, threads: int) -> str:
+    """Reduce a saved repro (`x.onnx` beside `x.npz`) again, as `x-reduced.onnx`: for
+    cases found by an older reducer, or written by hand."""
+    import onnx
+
+    stem = Path(path).with_suffix("")
+    case = Case(onnx.load(path), dict(np.load(str(stem.with_suffix(".npz")))))
+    fuzzer = Fuzzer(stem.parent, Worker(threads))
+    outcome = fuzzer.worker.evaluate(case)
+    if outcome.verdict not in BUGS:
+        fuzzer.worker.close()
+        return f"{path}: {outcome.verdict.value}, nothing to reduce"
+    small = fuzzer.reduce(case, outcome, threads)
+    fuzzer.worker.close()
+    fuzzer.out = stem.parent / f"{stem.name}-reduced"
+    fuzzer.out.mkdir(exist_ok=True)
+    return f"{outcome.verdict.value}: {node_list(small)}: {fuzzer.save(small, outcome, threads)}"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -172,8 +201,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", default="build/fuzz", help="where repros and report go")
     parser.add_argument("--seed", type=int, default=None, help="first seed (default: clock)")
     parser.add_argument("--max-nodes", type=int, default=400, help="largest graph")
-    parser.add_argument("--threads", type=int, default=1, help="threads per compiled kernel")
+    parser.add_argument(
+        "--threads", default="1", help="threads per kernel, in turn by seed (e.g. 1,2)"
+    )
     parser.add_argument("--verbose", action="store_true", help="one line per case")
+    parser.add_argument("--reduce", metavar="ONNX", help="reduce a saved repro and stop")
     args = parser.parse_args(argv)
     if args.seed is None:
         args.seed = int(time.time()) % 1_000_000 * 1000
@@ -181,7 +213,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    fuzzer = fuzz(parse_args(argv))
+    args = parse_args(argv)
+    if args.reduce:
+        print(reduce_saved(args.reduce, int(str(args.threads).split(",")[0])))
+        return 0
+    fuzzer = fuzz(args)
     print((Path(fuzzer.out) / "report.txt").read_text(), end="")
     return 0
 

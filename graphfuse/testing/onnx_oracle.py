@@ -219,10 +219,11 @@ class Worker:
         self.process.start()
         self.connection = parent
 
-    def evaluate(self, case: Case) -> Outcome:
+    def evaluate(self, case: Case, threads: int | None = None) -> Outcome:
         if self.process is None or not self.process.is_alive():
             self._start()
-        self.connection.send((case.model.SerializeToString(), case.feeds))
+        chosen = self.threads if threads is None else threads
+        self.connection.send((case.model.SerializeToString(), case.feeds, chosen))
         if not self.connection.poll(self.timeout):
             self.close()
             return Outcome(Verdict.CRASH, "hang", f"no answer in {self.timeout:.0f} s")
@@ -245,7 +246,8 @@ def _serve(connection: Any, threads: int) -> None:
 
     while True:
         try:
-            data, feeds = connection.recv()
+            data, feeds, *chosen = connection.recv()
         except EOFError:
             return
-        connection.send(evaluate(Case(onnx.load_from_string(data), feeds), threads))
+        case = Case(onnx.load_from_string(data), feeds)
+        connection.send(evaluate(case, chosen[0] if chosen else threads))

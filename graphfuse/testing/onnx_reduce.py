@@ -2,11 +2,13 @@
 
 A candidate drops a set of nodes. Every value a kept node still reads from a dropped one
 becomes a graph input fed with the value it had in the original case (onnxruntime
-computes all intermediates once), so the kept nodes see the same numbers and the graph
-stays valid by construction; graph outputs computed by dropped nodes are dropped too. A
-candidate is kept when the oracle still fails the same way (`still_fails`), which the
-driver defines as the same verdict and category. Then outputs are dropped one at a time
-and unused inputs and initializers removed.
+computes all intermediates once), or an initializer where the original computed it from
+initializers alone (graphfuse folds those at import, a path of its own), so the kept nodes
+see the same numbers and the graph stays valid by construction; graph outputs computed
+by dropped nodes are dropped too (the last kept node's results stand in when none is
+left). A candidate is kept when the oracle still fails the same way (`still_fails`; the
+driver: same verdict and category). Then outputs are dropped one at a time; unused
+inputs and initializers go with every candidate.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ class Reducer:
                 index += 1
 
 
-def all_values(case: Case) -> dict[str, Array]:
+def all_values(case: Case) -> Values:
     """Every tensor of the case as onnxruntime computes it, by name (inputs included)."""
     import onnx
     from onnx import shape_inference
@@ -100,10 +102,27 @@ def all_values(case: Case) -> dict[str, Array]:
     probe.graph.output.extend(known[n] for n in names)
     values = dict(zip(names, onnxruntime_outputs(probe, case.feeds), strict=True))
     values.update(case.feeds)
-    return values
+    return Values(values, constant_names(case.model.graph))
 
 
-def without_nodes(case: Case, values: dict[str, Array], drop: Sequence[int]) -> Case | None:
+class Values(dict[str, Array]):
+    """Every tensor's value by name, and which of them are constants (computed from
+    initializers alone)."""
+
+    def __init__(self, values: dict[str, Array], constants: set[str]) -> None:
+        super().__init__(values)
+        self.constants = constants
+
+
+def constant_names(graph: Any) -> set[str]:
+    known = {t.name for t in graph.initializer}
+    for node in graph.node:
+        if all(not i or i in known for i in node.input):
+            known.update(node.output)
+    return known
+
+
+def without_nodes(case: Case, values: Values, drop: Sequence[int]) -> Case | None:
     """The case without the nodes at `drop`; what they fed to kept nodes becomes inputs."""
     dropped = set(drop)
     graph = case.model.graph
@@ -129,7 +148,7 @@ def without_output(case: Case, index: int) -> Case | None:
 def rebuild(case: Case, nodes: list[Any], outputs: list[Any], values: dict[str, Array]) -> Case:
     """A model of `nodes` and `outputs`: inputs are what the nodes read and nobody makes
     (fed from `values`), initializers only those read; dead nodes stay (they may matter)."""
-    from onnx import helper
+    from onnx import helper, numpy_helper
 
     graph = case.model.graph
     initializers = {t.name: t for t in graph.initializer}
@@ -139,6 +158,10 @@ def rebuild(case: Case, nodes: list[Any], outputs: list[Any], values: dict[str, 
     for name in needed:
         if name and name not in produced and name not in initializers and name not in inputs:
             inputs[name] = _value_info(name, values[name])
+    constants = values.constants if isinstance(values, Values) else set[str]()
+    for name in [n for n in inputs if n in constants]:
+        initializers[name] = numpy_helper.from_array(values[name], name)
+        del inputs[name]
     feeds = {name: values[name] for name in inputs}
     used_initializers = [initializers[n] for n in dict.fromkeys(needed) if n in initializers]
     new_graph = helper.make_graph(
