@@ -132,7 +132,8 @@ class GraphBuilder:
         found = self.pick(lambda t: t.dtype == np.float32 and min_rank <= t.rank <= max_rank)
         if found is not None and self.rng.random() < 0.9:
             return found
-        rank = int(self.rng.integers(max(min_rank, 1), min(max_rank, 4) + 1))
+        lowest = min_rank if self.rng.random() < 0.05 else max(min_rank, 1)
+        rank = int(self.rng.integers(lowest, min(max_rank, 4) + 1))
         return self.input(np.float32, self.shape(rank))
 
     def shape(self, rank: int) -> tuple[int, ...]:

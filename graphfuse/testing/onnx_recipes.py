@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from graphfuse.testing.onnx_graphs import GraphBuilder
+from graphfuse.testing.onnx_graphs import GraphBuilder, Tensor
 
 F32 = np.dtype(np.float32)
 F16 = np.dtype(np.float16)
@@ -186,7 +186,8 @@ def cast(b: GraphBuilder) -> None:
 
 
 def f16_path(b: GraphBuilder) -> None:
-    """A few f16 ops between casts: unary, binary with a constant, softmax."""
+    """f16 ops between casts: elementwise, softmax, matmul, reduction, layer norm, data
+    movement; the result sometimes cast back to f32."""
     x = b.pick(lambda t: t.dtype == F16)
     if x is None:
         source = b.float_value()
@@ -194,14 +195,57 @@ def f16_path(b: GraphBuilder) -> None:
         if cast is None:
             return
         x = cast[0]
-    op = str(b.rng.choice(["Relu", "Tanh", "Sigmoid", "Add", "Mul", "Softmax", "Abs"]))
-    if op in ("Add", "Mul"):
-        other = b.const(b.rng.standard_normal(broadcast_partner(b, x.shape)).astype(F16))
-        result = b.node(op, [x.name, other])
-    else:
-        result = b.node(op, [x.name])
+    result = _f16_op(b, x, str(b.rng.choice(F16_OPS)))
     if result is not None and _flip(b, 0.5):
         b.node("Cast", [result[0].name], to=1)
+
+
+F16_OPS = ("Relu", "Tanh", "Sigmoid", "Add", "Mul", "Softmax", "Abs", "MatMul", "ReduceSum",
+           "ReduceMax", "LayerNormalization", "Transpose", "Concat", "Where")  # fmt: skip
+
+
+def _f16_op(b: GraphBuilder, x: Tensor, op: str) -> list[Tensor] | None:
+    if op in ("Add", "Mul"):
+        other = b.const(b.rng.standard_normal(broadcast_partner(b, x.shape)).astype(F16))
+        return b.node(op, [x.name, other])
+    if op == "MatMul" and x.rank >= 1:
+        weights = b.rng.standard_normal((x.shape[-1], _int(b, 1, 9))) / np.sqrt(x.shape[-1])
+        return b.node(op, [x.name, b.const(weights.astype(F16))])
+    if op.startswith("Reduce") and x.rank >= 1:
+        return b.node(op, [x.name, b.const([-1], I64)], keepdims=_int(b, 0, 1))
+    if op == "LayerNormalization" and x.rank >= 1 and b.opset >= 18:
+        return b.node(op, [x.name, b.const(np.ones(x.shape[-1:], F16))], axis=-1)
+    if op == "Concat" and x.rank >= 1:
+        return b.node(op, [x.name, x.name], axis=_int(b, -x.rank, x.rank - 1))
+    if op == "Where":
+        condition = b.input(BOOL, broadcast_partner(b, x.shape))
+        return b.node(op, [condition.name, x.name, b.const(np.zeros((), F16))])
+    if op in ("Relu", "Tanh", "Sigmoid", "Softmax", "Abs", "Transpose"):
+        return b.node(op, [x.name])
+    return None
+
+
+def int_data(b: GraphBuilder) -> None:
+    """int64 data moved and selected: Gather, Concat, Where, Transpose, ReduceMax, and a
+    cast to bool."""
+    x = b.pick(lambda t: t.dtype == I64 and t.rank >= 1)
+    if x is None:
+        x = b.input(I64, b.shape(_int(b, 1, 3)))
+    op = str(b.rng.choice(["Gather", "Concat", "Where", "Transpose", "ReduceMax", "Cast"]))
+    if op == "Gather":
+        indices = b.rng.integers(-x.shape[0], x.shape[0], b.shape(_int(b, 0, 2)))
+        b.node(op, [x.name, b.const(indices.astype(I64))])
+    elif op == "Concat":
+        b.node(op, [x.name, x.name], axis=_int(b, 0, x.rank - 1))
+    elif op == "Where":
+        condition = b.input(BOOL, broadcast_partner(b, x.shape))
+        b.node(op, [condition.name, x.name, _operand_int(b, broadcast_partner(b, x.shape))])
+    elif op == "ReduceMax" and b.opset >= 18:
+        b.node(op, [x.name, b.const([0], I64)], keepdims=_int(b, 0, 1))
+    elif op == "Cast":
+        b.node(op, [x.name], to=9)
+    elif op == "Transpose":
+        b.node(op, [x.name])
 
 
 # ---- normalisations and reductions ------------------------------------------------------
@@ -396,7 +440,7 @@ def _anchors() -> dict[Recipe, float]:
 def _table() -> tuple[list[Recipe], np.ndarray[Any, Any]]:
     table: dict[Recipe, float] = {
         unary: 6, guarded_unary: 4, binary: 10, compare_select: 3, clip: 2, int_path: 2,
-        cast: 2, f16_path: 2, softmax: 3, reduce: 4, layer_norm: 2, batch_norm: 1,
+        cast: 2, f16_path: 3, int_data: 1.5, softmax: 3, reduce: 4, layer_norm: 2, batch_norm: 1,
         transpose: 3, reshape: 3, squeeze_unsqueeze: 2, expand: 2, gather: 2, slice_: 3,
         concat: 2, split: 1, pad: 1, dropout_identity: 1, unsupported: 0.4,
         **_anchors(),
