@@ -49,6 +49,11 @@ class GroupSet:
         self.anchored = [node.kind is FusionKind.OUT_ELEMWISE_FUSABLE for node in dag.nodes]
         self.members: list[list[int]] = [[i] for i in range(len(dag))]
         self.size = [node.size for node in dag.nodes]
+        self.last = list(range(len(dag)))
+        """At a root: the group's last member in IR order."""
+        self.leaving = [{edge.consumer for edge in node.outputs} for node in dag.nodes]
+        """At a root: the consumers of the group's members outside it (so a cycle check
+        reads these, not every member: a chain's group grows to max-depth ops)."""
 
     def find(self, index: int) -> int:
         root = index
@@ -66,13 +71,26 @@ class GroupSet:
         child, target = self.find(child), self.find(target)
         if child == target:
             return
+        self.leaving[target] = self._outside(child, target) | self._outside(target, child)
+        self.leaving[child] = set()
         self.parent[child] = target
-        self.members[target].extend(self.members[child])
-        self.members[child] = []
+        # The shorter list joins the longer: a chain's group merges into each next op.
+        small, large = sorted((self.members[child], self.members[target]), key=len)
+        large.extend(small)
+        self.members[target], self.members[child] = large, []
         self.size[target] += self.size[child]
+        self.last[target] = max(self.last[target], self.last[child])
         if self.anchored[child]:
             self.anchored[target] = True
             self.kind[target] = combine(self.kind[child], self.kind[target])
+
+    def _outside(self, group: int, other: int) -> set[int]:
+        """Root `group`'s leaving consumers less the members of root `other`'s group,
+        checked from the smaller side."""
+        consumers, members = self.leaving[group], self.members[other]
+        if len(consumers) <= len(members):
+            return {c for c in consumers if self.find(c) != other}
+        return consumers.difference(members)
 
     def groups(self) -> list[list[int]]:
         """Every group's members in IR order, groups ordered by their first member."""
@@ -159,15 +177,15 @@ class Partitioner:
 
     def _cycle_through(self, nodes: list[int]) -> int | None:
         """A node outside the would-be group that lies on a path leaving and re-entering it."""
-        roots = {self.groups.find(n) for n in nodes}
-        members = {m for r in roots for m in self.groups.members[r]}
-        last = max(members)
+        groups = self.groups
+        roots = {groups.find(n) for n in nodes}
+        last = max(groups.last[r] for r in roots)
         # Only nodes before the group's last member can lead back into it.
         frontier = [
-            edge.consumer
-            for m in members
-            for edge in self.dag.nodes[m].outputs
-            if edge.consumer not in members and edge.consumer < last
+            consumer
+            for r in sorted(roots)
+            for consumer in sorted(groups.leaving[r])
+            if consumer < last and groups.find(consumer) not in roots
         ]
         seen: set[int] = set()
         while frontier:
@@ -176,7 +194,7 @@ class Partitioner:
                 continue
             seen.add(current)
             for edge in self.dag.nodes[current].outputs:
-                if edge.consumer in members:
+                if groups.find(edge.consumer) in roots:
                     return current
                 if edge.consumer < last:
                     frontier.append(edge.consumer)
