@@ -26,6 +26,7 @@ def _parse_main(text: str) -> func.FuncOp:
     assert isinstance(function, func.FuncOp)
     return function
 
+
 COMPOUND = {
     "softmax": "graph.softmax %x axis = 1 : tensor<4x16xf32>",
     "log_softmax": "graph.log_softmax %x axis = 0 : tensor<4x16xf32>",
@@ -59,7 +60,13 @@ def test_decomposition_matches_reference(name, rng):
     before, after, module = _run_before_after(
         _single(body, result), lambda m: GraphDecomposePass().apply(Context(), m), x
     )
-    compound = {"graph.softmax", "graph.log_softmax", "graph.gelu", "graph.silu", "graph.reduce_mean"}
+    compound = {
+        "graph.softmax",
+        "graph.log_softmax",
+        "graph.gelu",
+        "graph.silu",
+        "graph.reduce_mean",
+    }
     assert not [op.name for op in module.walk() if op.name in compound]
     np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-6)
 
@@ -124,45 +131,68 @@ func.func @main(%x: tensor<1x4096x{element}>) -> tensor<1x{element}> {{
 
 
 def test_narrow_float_layer_norm_and_batch_norm_round_once(rng):
+    # Every parameter is its own tensor of its own values, so passing one in another's
+    # place (scale for bias, mean for bias, ...) changes the numbers.
     text = """
-func.func @main(%x: tensor<2x3x64xf16>, %g: tensor<64xf16>, %s: tensor<3xf16>, %v: tensor<3xf16>) -> (tensor<2x3x64xf16>, tensor<2x3x64xf16>) {
-  %l = graph.layer_norm %x, %g, %g axis = 2 : (tensor<2x3x64xf16>, tensor<64xf16>, tensor<64xf16>) -> tensor<2x3x64xf16>
-  %b = graph.batch_norm %x, %s, %s, %s, %v : (tensor<2x3x64xf16>, tensor<3xf16>, tensor<3xf16>, tensor<3xf16>, tensor<3xf16>) -> tensor<2x3x64xf16>
+func.func @main(%x: tensor<2x3x64xf16>, %g: tensor<64xf16>, %h: tensor<64xf16>, %s: tensor<3xf16>, %c: tensor<3xf16>, %m: tensor<3xf16>, %v: tensor<3xf16>) -> (tensor<2x3x64xf16>, tensor<2x3x64xf16>) {
+  %l = graph.layer_norm %x, %g, %h axis = 2 : (tensor<2x3x64xf16>, tensor<64xf16>, tensor<64xf16>) -> tensor<2x3x64xf16>
+  %b = graph.batch_norm %x, %s, %c, %m, %v : (tensor<2x3x64xf16>, tensor<3xf16>, tensor<3xf16>, tensor<3xf16>, tensor<3xf16>) -> tensor<2x3x64xf16>
   func.return %l, %b : tensor<2x3x64xf16>, tensor<2x3x64xf16>
 }"""
     x = (rng.standard_normal((2, 3, 64)) * 4 + 100).astype(np.float16)
-    g = rng.standard_normal(64).astype(np.float16)
-    s = rng.standard_normal(3).astype(np.float16)
-    v = rng.uniform(0.5, 2.0, 3).astype(np.float16)
+    g = rng.uniform(0.5, 2.0, 64).astype(np.float16)
+    h = rng.uniform(-3.0, -1.0, 64).astype(np.float16)
+    s = np.array([0.5, 1.5, -2.0], dtype=np.float16)
+    c = np.array([3.0, -1.0, 0.25], dtype=np.float16)
+    m = np.array([99.0, 101.0, 100.5], dtype=np.float16)
+    v = np.array([0.5, 2.0, 1.25], dtype=np.float16)
     _, after, _ = _run_before_after(
-        text, lambda m: GraphDecomposePass().apply(Context(), m), x, g, s, v
+        text, lambda mod: GraphDecomposePass().apply(Context(), mod), x, g, h, s, c, m, v
     )
-    x64, g64, s64, v64 = (a.astype(np.float64) for a in (x, g, s, v))
-    mean = x64.mean(axis=2, keepdims=True)
-    var = ((x64 - mean) ** 2).mean(axis=2, keepdims=True)
-    layer = (x64 - mean) / np.sqrt(var + 1e-5) * g64 + g64
-    k = (s64 / np.sqrt(v64 + 1e-5)).reshape(3, 1)
-    batch = (x64 - s64.reshape(3, 1)) * k + s64.reshape(3, 1)
+    layer, batch = _layer_and_batch_norm64(x, g, h, s, c, m, v, axis=2, epsilon=1e-5)
     for expected, actual in zip((layer, batch), after, strict=True):
         np.testing.assert_allclose(actual, expected.astype(np.float16), rtol=2**-10, atol=1e-3)
 
 
+def _layer_and_batch_norm64(
+    x: np.ndarray, *params: np.ndarray, axis: int, epsilon: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """layer_norm(x, scale g, bias h) over the dims from `axis` on (epsilon given) and
+    batch_norm(x, scale s, bias c, mean m, var v) over channel dim 1 (epsilon 1e-5), in
+    float64."""
+    g, h, s, c, m, v = (p.astype(np.float64) for p in params)
+    x64 = x.astype(np.float64)
+    dims = tuple(range(axis, x.ndim))
+    mean = x64.mean(axis=dims, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axis=dims, keepdims=True)
+    layer = (x64 - mean) / np.sqrt(var + epsilon) * g + h
+    channel = (-1,) + (1,) * (x.ndim - 2)
+    k = (s / np.sqrt(v + 1e-5)).reshape(channel)
+    batch = (x64 - m.reshape(channel)) * k + c.reshape(channel)
+    return layer, batch
+
+
 def test_layer_norm_and_batch_norm_decompositions_match_reference(rng):
     text = """
-func.func @main(%x: tensor<2x3x4x4xf32>, %g: tensor<4x4xf32>, %s: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>) {
-  %l = graph.layer_norm %x, %g, %g axis = 2 epsilon = 1.0e-03 : (tensor<2x3x4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<2x3x4x4xf32>
-  %b = graph.batch_norm %x, %s, %m, %m, %v : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
-  func.return %l, %b : tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>
+func.func @main(%x: tensor<2x3x4x4xf32>, %g: tensor<4x4xf32>, %h: tensor<4x4xf32>, %s: tensor<3xf32>, %b: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>) {
+  %l = graph.layer_norm %x, %g, %h axis = 2 epsilon = 1.0e-03 : (tensor<2x3x4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<2x3x4x4xf32>
+  %n = graph.batch_norm %x, %s, %b, %m, %v : (tensor<2x3x4x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4x4xf32>
+  func.return %l, %n : tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>
 }"""
     x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
-    g = rng.standard_normal((4, 4)).astype(np.float32)
-    s, m = (rng.standard_normal(3).astype(np.float32) for _ in range(2))
+    g = rng.uniform(0.5, 2.0, (4, 4)).astype(np.float32)
+    h = rng.uniform(-3.0, -1.0, (4, 4)).astype(np.float32)
+    s = rng.uniform(0.5, 2.0, 3).astype(np.float32)
+    b = rng.uniform(1.0, 3.0, 3).astype(np.float32)
+    m = rng.uniform(-1.0, -0.5, 3).astype(np.float32)
     v = rng.uniform(0.5, 2.0, 3).astype(np.float32)
     before, after, _ = _run_before_after(
-        text, lambda mod: GraphDecomposePass().apply(Context(), mod), x, g, s, m, v
+        text, lambda mod: GraphDecomposePass().apply(Context(), mod), x, g, h, s, b, m, v
     )
-    for expected, actual in zip(before, after, strict=True):
-        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+    exact = _layer_and_batch_norm64(x, g, h, s, b, m, v, axis=2, epsilon=1e-3)
+    for expected, reference_result, actual in zip(exact, before, after, strict=True):
+        np.testing.assert_allclose(actual, reference_result, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(reference_result, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_softmax_of_large_inputs_stays_finite():
@@ -186,7 +216,10 @@ def test_conv_batch_norm_folding_matches_reference(with_bias, rng):
         return f"  %{name} = graph.constant dense<{values}> : {type_}"
 
     bias_lines = (
-        [const("cb", (1, 4, 1, 1)), "  %cc = graph.add %c, %cb : (tensor<1x4x5x5xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x5x5xf32>"]
+        [
+            const("cb", (1, 4, 1, 1)),
+            "  %cc = graph.add %c, %cb : (tensor<1x4x5x5xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x5x5xf32>",
+        ]
         if with_bias
         else ["  %cc = graph.relu %c : tensor<1x4x5x5xf32>"]
     )
