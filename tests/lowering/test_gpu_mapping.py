@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphfuse import reference
-from graphfuse.compiler import CompileOptions
+from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.parsing import parse_text
 from graphfuse.random_graphs import random_graph
 from tests.conftest import parse
@@ -67,3 +67,25 @@ def test_rows_and_points_with_partial_blocks(block_size: int) -> None:
 )
 def test_gpu_build_of_random_graph_matches_reference(ops: int, seed: int, block: int) -> None:
     _check(parse(random_graph(ops, (seed + 104729) % 2**31)), seed=seed % 1000, block_size=block)
+
+
+ROW_STAGES = """
+func.func @main(%x: tensor<5x70xf32>, %g: tensor<70xf32>, %h: tensor<70xf32>) -> (tensor<5x70xf32>, tensor<5x40xf32>) {
+  %l = graph.layer_norm %x, %g, %h axis = 1 : (tensor<5x70xf32>, tensor<70xf32>, tensor<70xf32>) -> tensor<5x70xf32>
+  %m = graph.reduce_max %x axes = [1] keepdims : tensor<5x70xf32> -> tensor<5x1xf32>
+  %b = graph.broadcast_to %m : tensor<5x1xf32> -> tensor<5x40xf32>
+  %t = graph.tanh %b : tensor<5x40xf32>
+  func.return %l, %t : tensor<5x70xf32>, tensor<5x40xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("block_size", [32, 256])
+def test_row_kernel_with_two_result_loops_has_a_barrier(block_size: int) -> None:
+    """A stitched row kernel writing results of two row lengths (70 and 40) runs one
+    shared loop per length; a gpu.barrier separates them (the only input that makes
+    convert-loop-to-gpu emit one), and the emulation runs the segments it cuts."""
+    gpu_text = lower_to(parse(ROW_STAGES), Stage.GPU, CompileOptions(block_size=block_size))
+    assert gpu_text.count("gpu.barrier") == 1
+    assert gpu_text.count("gpu.func") == 1  # one kernel: the barrier is inside it
+    _check(ROW_STAGES, seed=3, block_size=block_size)
