@@ -16,16 +16,17 @@ the next outer index), that every load or store that the columns reach index its
 dimension by exactly that innermost column index (nothing else the columns reach), that
 no index arithmetic use it, and that the ops be arith ops, loads, stores, or math.absf
 and math.sqrt (LLVM has vector forms of those; the f32 expansions of
-graphfuse-approximate-math are scalar), with no compare of lane values (xDSL's compares
-give i1 only; relu is a `maximumf`). Otherwise the scalar epilogue runs.
+graphfuse-approximate-math are scalar), with no i1 among the lane values (no compare,
+no select on a loaded mask, no i1 load or store: see `_varying_bool`; relu is a `maximumf`).
+Otherwise the scalar epilogue runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import arith, math, vector
-from xdsl.dialects.builtin import IndexType, VectorType
+from xdsl.dialects import math, vector
+from xdsl.dialects.builtin import IndexType, VectorType, i1
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from graphfuse.dialects import loop
@@ -51,16 +52,33 @@ def _access_fits(indices: Sequence[SSAValue], lane: SSAValue, varying: set[SSAVa
     return last is lane and not any(i in varying for i in outer)
 
 
+def _varying_bool(op: Operation, varying: set[SSAValue]) -> bool:
+    """Whether a lane-reached `op` takes or gives a lane-varying i1. It would be a
+    vector<8xi1>, which xDSL's compares do not give and its `arith.select` prints in the
+    scalar-condition form that mlir-opt then rejects (a select on a mask loaded along the
+    columns); an i1 buffer also holds bytes (bool_buffers). A uniform i1 (a select on a
+    per-row condition) stays scalar and is fine."""
+    return any(r.type == i1 for r in op.results) or any(
+        v.type == i1 and v in varying for v in op.operands
+    )
+
+
 def _op_fits(op: Operation, lane: SSAValue, varying: set[SSAValue]) -> bool:
     reached = any(v in varying for v in op.operands)
     if isinstance(op, loop.LoadOp):
-        return not reached or _access_fits(op.indices, lane, varying)
+        return not reached or (
+            _access_fits(op.indices, lane, varying) and not _varying_bool(op, varying)
+        )
     if isinstance(op, loop.StoreOp):
-        return op.value in varying and _access_fits(op.indices, lane, varying)
+        return (
+            op.value in varying
+            and _access_fits(op.indices, lane, varying)
+            and not _varying_bool(op, varying)
+        )
     if op.regions or not (op.dialect_name() == "arith" or isinstance(op, _VECTOR_MATH)):
         return False
-    if isinstance(op, arith.CmpfOp | arith.CmpiOp) and reached:
-        return False  # xDSL's compares give i1 only, not vector<8xi1>
+    if reached and _varying_bool(op, varying):
+        return False
     # The lane index itself stands for 8 indices: only loads and stores may take it.
     return lane not in op.operands and (
         not reached or all(not isinstance(r.type, IndexType) for r in op.results)
