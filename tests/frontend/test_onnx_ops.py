@@ -354,3 +354,12 @@ def test_reduce_max_and_min_of_booleans_are_any_and_all() -> None:
     outputs = {"any": (TensorProto.BOOL, [2]), "all": (TensorProto.BOOL, [2])}
     built = model(nodes, {"flags": flags}, outputs, {"axis": np.array([1], np.int64)}, opset=20)
     check_against_onnxruntime(built, {"flags": flags})
+
+
+def test_constant_node_the_onnx_evaluator_lacks_is_imported() -> None:
+    """Gelu of an initializer: onnx.reference has no Gelu, so the node is built as a graph
+    op (folded by graph-simplify) instead of refused at import (found by the fuzzer)."""
+    x = _rand(2, 4)
+    nodes = [node("Gelu", ["c"], ["g"]), node("Add", ["x", "g"], ["out"])]
+    built = model(nodes, {"x": x}, {"out": (F, [2, 4])}, {"c": _rand(2, 4, seed=1)}, opset=20)
+    check_against_onnxruntime(built, {"x": x}, compile_it=True)
