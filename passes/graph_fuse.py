@@ -283,8 +283,7 @@ class GraphFusePass(ModulePass):
     """Cost-model target: cpu (this machine) or h100."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.max_depth < 1:
-            raise PassFailedException(f"graph-fuse: max-depth must be >= 1, got {self.max_depth}")
+        self.check_options()
         refine, target = self.refine_options()
         with gc_paused():
             front_end(ctx, op, self.decompose, self.simplify, self.patterns, self.rules)
@@ -295,13 +294,7 @@ class GraphFusePass(ModulePass):
 
     def refine_options(self) -> tuple[RefineOptions | None, Target]:
         """The refinement steps these options select, and the cost-model target."""
-        for name, value in (("max-inputs", self.max_inputs), ("max-results", self.max_results)):
-            if value < 1:
-                raise PassFailedException(f"graph-fuse: {name} must be >= 1, got {value}")
-        if self.target not in TARGETS:
-            raise PassFailedException(
-                f"graph-fuse: unknown target '{self.target}'; valid targets: " + ", ".join(TARGETS)
-            )
+        self.check_options()
         if not self.refine:
             return None, TARGETS[self.target]
         limits = Limits(self.max_depth, self.max_inputs, self.max_results, self.stitch)
@@ -316,3 +309,23 @@ class GraphFusePass(ModulePass):
             horizontal_max_bytes=self.horizontal_max_bytes,
         )
         return options, TARGETS[self.target]
+
+    def check_options(self) -> None:
+        """Refuse out-of-range options with one PassFailedException naming the option and
+        what it allows (xdsl-opt and the graphfuse command print it as one line), before
+        any IR changes."""
+        for name, value, least in (
+            ("max-depth", self.max_depth, 1),
+            ("max-inputs", self.max_inputs, 1),
+            ("max-results", self.max_results, 1),
+            ("horizontal-max-bytes", self.horizontal_max_bytes, 0),
+        ):
+            if value < least:
+                raise PassFailedException(
+                    f"graph-fuse: option {name} must be >= {least}, got {value}"
+                )
+        if self.target not in TARGETS:
+            raise PassFailedException(
+                f"graph-fuse: unknown target '{self.target}'; valid targets: "
+                f"{', '.join(TARGETS)} (option target, the cost-model preset)"
+            )

@@ -123,7 +123,11 @@ def load_rule_file(path: str) -> list[RewritePattern]:
     try:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as error:
-        raise PassFailedException(f"{path}: cannot read PDL rules: {error}") from None
+        reason = error.strerror if isinstance(error, OSError) else "not UTF-8 text"
+        raise PassFailedException(
+            f"{path}: cannot read PDL rules (option rules): {reason}; "
+            "give the path of an MLIR file of pdl.pattern ops"
+        ) from None
     return load_rules(text, path)
 
 
