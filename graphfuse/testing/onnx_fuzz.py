@@ -90,6 +90,8 @@ class Fuzzer:
             return
         self.reduced[outcome.key] += 1
         small = self.reduce(case, outcome, threads)
+        if small is not case:
+            outcome = self.worker.evaluate(small, threads)  # the reduced case's own message
         identity = (*outcome.key, node_signature(small))
         if identity in self.findings:
             self.findings[identity].count += 1
@@ -188,6 +190,7 @@ def reduce_saved(path: str, threads: int) -> str:
         fuzzer.worker.close()
         return f"{path}: {outcome.verdict.value}, nothing to reduce"
     small = fuzzer.reduce(case, outcome, threads)
+    outcome = fuzzer.worker.evaluate(small, threads)
     fuzzer.worker.close()
     fuzzer.out = stem.parent / f"{stem.name}-reduced"
     fuzzer.out.mkdir(exist_ok=True)

@@ -80,7 +80,9 @@ class GraphBuilder:
         self.feeds[tensor.name] = random_array(self.rng, tensor.dtype, tensor.shape, high)
         return tensor
 
-    def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs: Any):
+    def node(
+        self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs: Any
+    ) -> list[Tensor] | None:
         """Add a node if ONNX's shape inference gives each output a static shape."""
         from onnx import helper
 
@@ -144,7 +146,9 @@ class GraphBuilder:
         return tuple(dims)
 
 
-def random_array(rng: np.random.Generator, dtype: np.dtype[Any], shape: Sequence[int], high: int):
+def random_array(
+    rng: np.random.Generator, dtype: np.dtype[Any], shape: Sequence[int], high: int
+) -> Array:
     """Inputs: normal floats, small ints, fair booleans."""
     if dtype == np.bool_:
         return rng.random(tuple(shape)) < 0.5
