@@ -40,6 +40,9 @@ MLIR_TO_LLVM_DIALECT = (
 )
 """mlir-opt passes from scf/memref/arith/math/func to the LLVM dialect."""
 
+SCOPES_TO_LLVM = ("--expand-strided-metadata", "--finalize-memref-to-llvm")
+"""Lowers memref ops, `memref.alloca_scope` among them, before `scf` becomes `cf`."""
+
 
 @dataclass(frozen=True)
 class CpuTarget:
@@ -180,7 +183,10 @@ def mlir_opt_stages(upstream: str, threads: int = 1) -> list[list[str]]:
     if "bf16" in upstream:
         passes.insert(passes.index("--expand-strided-metadata"), BF16_EXPANSION)
     if not _parallel(upstream, threads):
-        return [passes]
+        # Alloca scopes that outlive canonicalisation are lowered to stack save/restore
+        # while they still hold one block: `scf-to-cf` would give them several.
+        at = passes.index("--convert-scf-to-cf")
+        return [[*passes[:at], *SCOPES_TO_LLVM, *passes[at:]]]
     at = passes.index("--convert-scf-to-cf")
     return [
         [*passes[:at], *parallel.openmp_conversion(threads)],
