@@ -23,7 +23,7 @@ loops, with no scratch buffer (see `row_stitching`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
@@ -47,7 +47,7 @@ from graphfuse.lowering.emitter import Emitter, Index, compute_type, is_float, p
 from graphfuse.lowering.operand_layouts import OperandCopy, copy_for, operand_copies
 from graphfuse.lowering.ranking import emit_ranking
 from graphfuse.lowering.row_stitching import RowPlan, row_plan, stitched_rows
-from graphfuse.lowering.scalar_ops import SCALAR_RULES
+from graphfuse.lowering.scalar_ops import SCALAR_RULES, ScalarRule
 from graphfuse.reference import dense_to_numpy
 
 HEAVY_OPS = (graph.ReduceOp, graph.MatmulOp, graph.Conv2dOp, graph.Pool2dOp)
@@ -195,20 +195,11 @@ ValueRule = Callable[["_KernelBuilder", Operation, tuple[Index, ...]], SSAValue]
 """Computes one element of a non-elementwise op's result at an index."""
 Element = tuple[SSAValue, tuple[Index, ...]]
 """A value at an index: one element `value_at` computes (and caches under this key)."""
-Plan = tuple[list[Element], Callable[[Sequence[SSAValue]], SSAValue]]
-"""How an element is computed: the operand elements it reads, then how it is made of them."""
-StepRule = Callable[["_KernelBuilder", Operation, tuple[Index, ...]], Plan]
-"""Plans one element of an op's result from elements of its operands (see `value_at`)."""
-
-
-@dataclass
-class _Demand:
-    """An element on `value_at`'s stack, with its plan once made (None: a rule makes it
-    whole)."""
-
-    key: Element
-    planned: bool = False
-    plan: Plan | None = None
+Step = Generator[Element, SSAValue, SSAValue]
+"""Computes one element: yields each operand element it needs, in the order it needs them,
+is sent that element's value, and returns its own (see `value_at`)."""
+StepRule = Callable[["_KernelBuilder", Operation, tuple[Index, ...]], Step]
+"""The step computing one element of an op's result."""
 
 
 def _value_rule(
@@ -392,51 +383,48 @@ class _KernelBuilder:
     def value_at(self, value: SSAValue, index: Sequence[Index]) -> SSAValue:
         """The element of `value` at `index`, in its compute type.
 
-        Producers are walked with an explicit stack, not by recursion: a kernel's
-        elementwise and data-movement ops can chain as deep as the kernel is long (a high
-        max-depth), past Python's recursion limit. Elements come out in depth-first order,
-        operands left to right, each once; only rules that build their own loops
-        (reductions, matmul, conv, pooling, concat, ranking) call back in."""
-        key: Element = (value, tuple(index))
-        found = self.em.lookup(key)
+        Producers are walked with an explicit stack of steps (generators), not by
+        recursion: a kernel's elementwise and data-movement ops can chain as deep as the
+        kernel is long (a high max-depth), past Python's recursion limit. Each step runs
+        exactly as a recursive walk would, operands in order, each element made once;
+        only rules that build loops of their own (reductions, matmul, conv, pooling,
+        ranking) call back in."""
+        made = self._start((value, tuple(index)))
+        if not isinstance(made, Generator):
+            return made
+        stack: list[tuple[Element, Step]] = [((value, tuple(index)), made)]
+        sent: SSAValue | None = None
+        while stack:
+            element, step = stack[-1]
+            try:
+                wanted = next(step) if sent is None else step.send(sent)
+            except StopIteration as done:
+                stack.pop()
+                sent = self.em.remember(element, done.value)
+                continue
+            started = self._start(wanted)
+            if isinstance(started, Generator):
+                stack.append((wanted, started))
+                sent = None
+            else:
+                sent = started
+        assert sent is not None
+        return sent
+
+    def _start(self, element: Element) -> SSAValue | Step:
+        """The element if made already or made at once (a load, a whole rule), else the
+        step that makes it."""
+        found = self.em.lookup(element)
         if found is not None:
             return found
-        stack = [_Demand(key)]
-        while stack:
-            self._advance(stack)
-        found = self.em.lookup(key)
-        assert found is not None
-        return found
+        step = self._step(*element)
+        if step is None:
+            return self.em.remember(element, self._compute(*element))
+        return step
 
-    def _advance(self, stack: list[_Demand]) -> None:
-        """One step on the top demand: drop it if made meanwhile, else plan it and push
-        the operand elements it lacks, else make it from them."""
-        demand = stack[-1]
-        if self.em.lookup(demand.key) is not None:
-            stack.pop()
-            return
-        if not demand.planned:
-            demand.planned = True
-            demand.plan = self._plan(*demand.key)
-            if demand.plan is not None:
-                lacking = [e for e in demand.plan[0] if self.em.lookup(e) is None]
-                stack.extend(_Demand(e) for e in reversed(lacking))
-                return
-        stack.pop()
-        if demand.plan is None:
-            self.em.remember(demand.key, self._compute(*demand.key))
-            return
-        elements, make = demand.plan
-        self.em.remember(demand.key, make([self._made(e) for e in elements]))
-
-    def _made(self, element: Element) -> SSAValue:
-        found = self.em.lookup(element)
-        assert found is not None, "value_at makes operand elements before their users"
-        return found
-
-    def _plan(self, value: SSAValue, index: tuple[Index, ...]) -> Plan | None:
-        """The operand elements the element of `value` at `index` is made of and how, or
-        None where `_compute` makes it whole (a load, or a rule of `VALUE_RULES`)."""
+    def _step(self, value: SSAValue, index: tuple[Index, ...]) -> Step | None:
+        """The step making `value` at `index` from operand elements, or None where
+        `_compute` makes it whole (a load, or a rule of `VALUE_RULES`)."""
         if value in self.buffer_of or value in self.row_buffers:
             return None
         op = value.owner
@@ -444,10 +432,24 @@ class _KernelBuilder:
             return None
         rule = SCALAR_RULES.get(type(op))
         if rule is not None:
-            elements = [(v, index_maps.broadcast(index, shape_of(v))) for v in op.operands]
-            return elements, lambda args: rule(self.em, op, args)
+            return self._elementwise(op, rule, index)
         step = self.STEP_RULES.get(type(op))
         return None if step is None else step(self, op, index)
+
+    def _elementwise(self, op: Operation, rule: ScalarRule, index: tuple[Index, ...]) -> Step:
+        args: list[SSAValue] = []
+        for v in op.operands:
+            args.append((yield (v, index_maps.broadcast(index, shape_of(v)))))
+        return rule(self.em, op, args)
+
+    def _run(self, step: Step) -> SSAValue:
+        """Runs a step outside `value_at`'s stack, its operand elements from `value_at`."""
+        try:
+            wanted = next(step)
+            while True:
+                wanted = step.send(self.value_at(*wanted))
+        except StopIteration as done:
+            return done.value
 
     def _compute(self, value: SSAValue, index: tuple[Index, ...]) -> SSAValue:
         if value in self.buffer_of:
@@ -489,21 +491,21 @@ class _KernelBuilder:
         buffer = self.em.hoist(memref.GetGlobalOp(name, typ))
         return self._load(buffer, index)
 
-    def _broadcast_to(self, op: graph.BroadcastToOp, index: tuple[Index, ...]) -> Plan:
-        return _read(op.input, index_maps.broadcast(index, shape_of(op.input)))
+    def _broadcast_to(self, op: graph.BroadcastToOp, index: tuple[Index, ...]) -> Step:
+        return (yield (op.input, index_maps.broadcast(index, shape_of(op.input))))
 
-    def _reshape(self, op: graph.ReshapeOp, index: tuple[Index, ...]) -> Plan:
+    def _reshape(self, op: graph.ReshapeOp, index: tuple[Index, ...]) -> Step:
         mapped = index_maps.reshape(self.em, index, shape_of(op.result), shape_of(op.input))
-        return _read(op.input, mapped)
+        return (yield (op.input, mapped))
 
-    def _transpose(self, op: graph.TransposeOp, index: tuple[Index, ...]) -> Plan:
-        return _read(op.input, index_maps.transpose(index, op.perm.get_values()))
+    def _transpose(self, op: graph.TransposeOp, index: tuple[Index, ...]) -> Step:
+        return (yield (op.input, index_maps.transpose(index, op.perm.get_values())))
 
-    def _slice(self, op: graph.SliceOp, index: tuple[Index, ...]) -> Plan:
+    def _slice(self, op: graph.SliceOp, index: tuple[Index, ...]) -> Step:
         mapped = index_maps.strided_slice(
             self.em, index, op.starts.get_values(), op.strides.get_values()
         )
-        return _read(op.input, mapped)
+        return (yield (op.input, mapped))
 
     def _guarded(
         self,
@@ -515,8 +517,7 @@ class _KernelBuilder:
         """value[index] where index is inside value's shape, else `fill` (branch-free: the
         load uses a clamped index and a select picks the answer). Only dims whose entry
         in `checked` is true (all by default) can leave the shape."""
-        elements, make = self._guard(value, index, fill, checked)
-        return make([self.value_at(*e) for e in elements])
+        return self._run(self._guard(value, index, fill, checked))
 
     def _guard(
         self,
@@ -524,8 +525,8 @@ class _KernelBuilder:
         index: Sequence[Index],
         fill: SSAValue,
         checked: Sequence[bool] | None = None,
-    ) -> Plan:
-        """`_guarded` as a plan: the clamped element to read, then the select."""
+    ) -> Step:
+        """`_guarded` as a step."""
         em = self.em
         shape = shape_of(value)
         checked = checked or [True] * len(shape)
@@ -534,33 +535,33 @@ class _KernelBuilder:
             if check:
                 inside = em.both(inside, em.in_range(i, 0, dim))
         if inside is False:
-            return [], lambda _: fill
+            return fill
         clamped = tuple(
             em.iclamp(i, dim) if check else i
             for i, dim, check in zip(index, shape, checked, strict=True)
         )
+        loaded = yield (value, clamped)
         if inside is True:
-            return _read(value, clamped)
-        condition = inside
-        return [(value, clamped)], lambda args: em.emit(arith.SelectOp(condition, args[0], fill))
+            return loaded
+        return em.emit(arith.SelectOp(inside, loaded, fill))
 
-    def _pad(self, op: graph.PadOp, index: tuple[Index, ...]) -> Plan:
+    def _pad(self, op: graph.PadOp, index: tuple[Index, ...]) -> Step:
         lows, highs = op.low.get_values(), op.high.get_values()
         shifted = tuple(self.em.isub(i, low) for i, low in zip(index, lows, strict=True))
         element = compute_type(tensor_type_of(op.result).get_element_type())
         fill_value = op.value.value.data
         fill = self.em.constant(fill_value if is_float(element) else int(fill_value), element)
         padded = [low != 0 or high != 0 for low, high in zip(lows, highs, strict=True)]
-        return self._guard(op.input, shifted, fill, padded)
+        return (yield from self._guard(op.input, shifted, fill, padded))
 
-    def _gather(self, op: graph.GatherOp, index: tuple[Index, ...]) -> SSAValue:
+    def _gather(self, op: graph.GatherOp, index: tuple[Index, ...]) -> Step:
         """data at `index` with the dims indices spans replaced by one position on `axis`:
         the index read from `indices` there (a data-dependent index map)."""
         shape = shape_of(op.data)
         axis = rules.normalize_axis(op.axis.value.data, len(shape))
         rank = len(shape_of(op.indices))
         position = self._gather_position(op.indices, index[axis : axis + rank], shape[axis])
-        return self.value_at(op.data, (*index[:axis], position, *index[axis + rank :]))
+        return (yield (op.data, (*index[:axis], position, *index[axis + rank :])))
 
     def _gather_position(self, indices: SSAValue, at: tuple[Index, ...], dim: int) -> Index:
         """indices[at] as an index into an axis of extent `dim`: a negative one wrapped
@@ -581,7 +582,7 @@ class _KernelBuilder:
 
         return em.cached(("gather_position", indices, at, dim), position)
 
-    def _concat(self, op: graph.ConcatOp, index: tuple[Index, ...]) -> SSAValue:
+    def _concat(self, op: graph.ConcatOp, index: tuple[Index, ...]) -> Step:
         em = self.em
         axis = rules.normalize_axis(op.axis.value.data, len(index))
         offsets = [0]
@@ -591,12 +592,12 @@ class _KernelBuilder:
         if isinstance(position, int):
             k = next(k for k in range(len(op.inputs)) if position < offsets[k + 1])
             local = (*index[:axis], position - offsets[k], *index[axis + 1 :])
-            return self.value_at(op.inputs[k], local)
+            return (yield (op.inputs[k], local))
         result: SSAValue | None = None
         for k in reversed(range(len(op.inputs))):
             v = op.inputs[k]
             local_pos = em.iclamp(em.isub(position, offsets[k]), shape_of(v)[axis])
-            part = self.value_at(v, (*index[:axis], local_pos, *index[axis + 1 :]))
+            part = yield (v, (*index[:axis], local_pos, *index[axis + 1 :]))
             if result is None:
                 result = part
                 continue
@@ -800,8 +801,6 @@ class _KernelBuilder:
     VALUE_RULES: ClassVar[dict[type[Operation], ValueRule]] = dict(
         [
             _value_rule(graph.ConstantOp, _constant),
-            _value_rule(graph.ConcatOp, _concat),
-            _value_rule(graph.GatherOp, _gather),
             _value_rule(graph.ReduceOp, _reduce),
             _value_rule(graph.MatmulOp, _matmul),
             _value_rule(graph.Conv2dOp, _conv2d),
@@ -817,15 +816,12 @@ class _KernelBuilder:
             _value_rule(graph.TransposeOp, _transpose),
             _value_rule(graph.SliceOp, _slice),
             _value_rule(graph.PadOp, _pad),
+            _value_rule(graph.ConcatOp, _concat),
+            _value_rule(graph.GatherOp, _gather),
         ]
     )
-    """Data-movement op type -> the element of its input one element reads (exact types:
-    `value_at` walks these without recursion)."""
-
-
-def _read(value: SSAValue, index: tuple[Index, ...]) -> Plan:
-    """The plan of an element that is another value's element, unchanged."""
-    return [(value, index)], lambda args: args[0]
+    """Data-movement op type (exact) -> the step computing one element of its result from
+    its operands' (see `value_at`)."""
 
 
 def _constant_element(value: SSAValue, at: tuple[Index, ...]) -> int | None:
