@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 
 from graphfuse.frontend.onnx_ops import CONVERTERS
 from graphfuse.testing.onnx_fuzz import main
-from graphfuse.testing.onnx_graphs import Case, generate, is_valid
+from graphfuse.testing.onnx_graphs import Case, generate, is_valid, onnxruntime_outputs
 from graphfuse.testing.onnx_oracle import BUGS, Verdict, blank, evaluate
 from graphfuse.testing.onnx_recipes import UNSUPPORTED
 from graphfuse.testing.onnx_reduce import Reducer
@@ -146,6 +146,23 @@ def test_oracle_invalid_model_is_not_a_case() -> None:
     model = _model([helper.make_node("Relu", ["x"], ["y"])], [x], [y])
     outcome = evaluate(Case(model, {"x": np.ones(4, np.float32)}))
     assert outcome.verdict is Verdict.INVALID
+
+
+def test_oracle_f16_rounding_follows_onnx_not_onnxruntime() -> None:
+    """onnxruntime runs f16 Abs in f32 between casts it inserts, then drops the cast pairs,
+    so the Cast to f16 does not round; ONNX (and graphfuse) round, so the oracle asks ONNX's
+    reference evaluator before calling it a mismatch."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+    y = helper.make_tensor_value_info("y", TensorProto.BOOL, [1])
+    nodes = [
+        helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
+        helper.make_node("Abs", ["h"], ["a"]),
+        helper.make_node("Cast", ["a"], ["r"], to=TensorProto.FLOAT),
+        helper.make_node("LessOrEqual", ["r", "x"], ["y"]),
+    ]
+    case = Case(_model(nodes, [x], [y]), {"x": np.array([1.348176], np.float32)})
+    assert onnxruntime_outputs(case.model, case.feeds)[0].tolist() == [True]  # not rounded
+    assert evaluate(case).verdict is Verdict.OK
 
 
 def test_blank_makes_one_category_of_one_defect() -> None:

@@ -91,9 +91,28 @@ def evaluate(case: Case, threads: int = 1) -> Outcome:
         return Outcome(Verdict.INVALID, "onnxruntime", str(error).splitlines()[0][:200])
     try:
         actual = _run_graphfuse(case, threads)
-        return _compare(expected, actual, _uses_f16(case.model))
     except _Failed as failed:
         return failed.outcome
+    f16 = _uses_f16(case.model)
+    outcome = _compare(expected, actual, f16)
+    if outcome.verdict is Verdict.MISMATCH and f16 and _agrees_with_onnx_reference(case, actual):
+        return Outcome(Verdict.OK)
+    return outcome
+
+
+def _agrees_with_onnx_reference(case: Case, actual: list[Array]) -> bool:
+    """Whether ONNX's own reference evaluator computes what graphfuse did. Asked only for
+    f16 models: onnxruntime's CPU build computes f16 ops in f32 and removes the cast pairs
+    it inserted, so a Cast to f16 that should round does not (x=1.348176: Cast to f16,
+    Add -1.3701 gives -0.02194 where ONNX's semantics, and NumPy, give -0.02148)."""
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        outputs = ReferenceEvaluator(case.model).run(None, case.feeds)
+    except Exception:  # noqa: BLE001 - the evaluator lacks some ops and raises many kinds
+        return False
+    expected = [np.asarray(o) for o in outputs]
+    return _compare(expected, actual, True).verdict is Verdict.OK
 
 
 def _run_graphfuse(case: Case, threads: int) -> list[Array]:
