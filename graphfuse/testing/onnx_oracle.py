@@ -125,12 +125,28 @@ def _run_graphfuse(case: Case, threads: int) -> list[Array]:
     again = _stage("re-parse", lambda: parse_text(fused), Verdict.NOT_IDEMPOTENT)
     twice = _stage("re-fuse", lambda: lower_to(again, Stage.GRAPH), Verdict.NOT_IDEMPOTENT)
     if twice != fused:
-        raise _Failed(Outcome(Verdict.NOT_IDEMPOTENT, "fusing the fused text changes it"))
+        raise _Failed(_not_idempotent(fused, twice))
     options = CompileOptions(threads=threads)
     compiled = _stage("compile", lambda: graphfuse.compile(module, options=options))
     arrays = [case.feeds[i.name] for i in case.model.graph.input if i.name in case.feeds]
     result = _stage("run", lambda: compiled(*arrays))
     return list(result) if isinstance(result, tuple) else [result]
+
+
+def _not_idempotent(fused: str, twice: str) -> Outcome:
+    """Categorised by the ops whose lines the second fusion adds or removes, so distinct
+    causes are reduced and reported apart."""
+    import difflib
+
+    changed = [
+        line
+        for line in difflib.unified_diff(fused.splitlines(), twice.splitlines(), n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    ops = sorted({f"{line[0]}{m}" for line in changed for m in re.findall(r"graph\.\w+", line)})
+    first = next((line for line in changed), "")
+    category = f"fusing the fused text changes it: {' '.join(ops) or 'other lines'}"
+    return Outcome(Verdict.NOT_IDEMPOTENT, category, f"{category}; first: {first.strip()[:200]}")
 
 
 def _stage(name: str, thunk: Any, diagnostic: Verdict = Verdict.REFUSED) -> Any:
