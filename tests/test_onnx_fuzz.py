@@ -150,8 +150,8 @@ def test_oracle_invalid_model_is_not_a_case() -> None:
 
 def test_oracle_f16_rounding_follows_onnx_not_onnxruntime() -> None:
     """onnxruntime runs f16 Abs in f32 between casts it inserts, then drops the cast pairs,
-    so the Cast to f16 does not round; ONNX (and graphfuse) round, so f16 models are
-    checked against ONNX's reference evaluator."""
+    so the Cast to f16 does not round; ONNX (and graphfuse) round, so an f16 model that
+    differs from onnxruntime is checked against ONNX's reference evaluator too."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
     y = helper.make_tensor_value_info("y", TensorProto.BOOL, [1])
     nodes = [

@@ -4,7 +4,7 @@ Stages: import (`from_onnx`), fuse (`lower_to(..., Stage.GRAPH)`; the text must 
 and fuse again to the same text), compile for the CPU, run. The first failure classifies
 the case (`Verdict`); its `category` is the message with names and numbers blanked, so
 the same defect found twice (or kept while reducing) compares equal. Comparisons scale
-with the output: f32 within 1e-4 of its largest magnitude, f16 within 1e-2, ints and bools
+with the output: f32 within 1e-4 of its largest magnitude, f16 within 3e-2, ints and bools
 exactly. `Worker` runs cases in a child process, so a crash or hang in a compiled kernel
 is a verdict, not the end of the fuzzer.
 """
@@ -21,8 +21,10 @@ import numpy as np
 
 from graphfuse.testing.onnx_graphs import Array, Case, onnxruntime_outputs
 
-TOLERANCE = {"f": 1e-4, "h": 1e-2}
-"""Allowed error relative to an output's largest magnitude, by float kind (f32, f16)."""
+TOLERANCE = {"f": 1e-4, "h": 3e-2}
+"""Allowed error relative to an output's largest magnitude, by float kind (f32, f16).
+f16's is wide: the references themselves differ by tens of f16 ulps on ill-conditioned
+f16 models (layer norm of rows whose variance is near epsilon)."""
 
 
 class Verdict(Enum):
@@ -94,17 +96,22 @@ def evaluate(case: Case, threads: int = 1) -> Outcome:
     except _Failed as failed:
         return failed.outcome
     f16 = _uses_f16(case.model)
-    if f16:
-        expected = _onnx_reference_outputs(case) or expected
-    return _compare(expected, actual, f16)
+    outcome = _compare(expected, actual, f16)
+    if outcome.verdict is Verdict.MISMATCH and f16:
+        second = _onnx_reference_outputs(case)
+        if second is not None and _compare(second, actual, f16).verdict is Verdict.OK:
+            return Outcome(Verdict.OK)
+    return outcome
 
 
 def _onnx_reference_outputs(case: Case) -> list[Array] | None:
-    """ONNX's own reference evaluator's outputs (None where it cannot run the model): the
-    expected values of f16 models. onnxruntime's CPU build computes f16 ops in f32 between
-    casts it inserts and then removes the cast pairs, so a result that should round to f16
-    does not (x=1.348176: Cast to f16, Add -1.3701 gives -0.02194 where ONNX's semantics,
-    and NumPy, give -0.02148)."""
+    """ONNX's own reference evaluator's outputs (None where it cannot run the model): a
+    second opinion on f16 models, where neither reference is exact. onnxruntime's CPU
+    build computes f16 ops in f32 between casts it inserts and then drops the cast pairs,
+    so a result that should round to f16 does not (x=1.348176: Cast to f16, Add -1.3701
+    gives -0.02194, ONNX's semantics -0.02148); the evaluator computes f16
+    LayerNormalization in f16, ignoring stash_type. A case is a mismatch only when
+    graphfuse agrees with neither, so a deviation onnxruntime shares goes unseen."""
     from onnx.reference import ReferenceEvaluator
 
     try:
