@@ -172,7 +172,9 @@ def fuzz(args: argparse.Namespace) -> Fuzzer:
             f"graphfuse ONNX fuzzer: seeds {args.seed}..{seed - 1}, {elapsed / 60:.1f} min, "
             f"max {args.max_nodes} nodes, threads {args.threads}"
         )
-        (out / "report.txt").write_text(fuzzer.report(header))
+        # Written aside and renamed: a run stopped mid-write keeps its last whole report.
+        (out / "report.txt.new").write_text(fuzzer.report(header))
+        (out / "report.txt.new").replace(out / "report.txt")
     fuzzer.worker.close()
     return fuzzer
 
