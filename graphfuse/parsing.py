@@ -108,16 +108,19 @@ def op_error(op: Operation, message: str) -> GraphfuseError:
 
 def parse_text(text: str, name: str = "<input>", ctx: Context | None = None) -> ModuleOp:
     """Parse and verify a module; any problem becomes a one-line `GraphfuseError`."""
-    tokens = _tokens(text, name)
-    if tokens is not None and not tokens:
+    if not _COMMENT.sub("", text).strip():
         raise GraphfuseError(f"{name}: no function: the file is empty or holds only comments")
     try:
         # The parser lexes its first token as it is made: that too may fail.
         module = LocatedParser(ctx or make_context(), text, name).parse_module()
     except ParseError as error:
-        raise GraphfuseError(_parse_error_line(error, tokens)) from None
+        # Lexed again only now, to name an unbalanced brace where it is.
+        raise GraphfuseError(_parse_error_line(error, _tokens(text, name))) from None
     verify(module)
     return module
+
+
+_COMMENT = re.compile(r"//[^\n]*")
 
 
 def _tokens(text: str, name: str) -> list[MLIRToken] | None:
