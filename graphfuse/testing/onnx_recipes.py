@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from graphfuse.testing.onnx_graphs import GraphBuilder, Tensor
+from graphfuse.testing.onnx_graphs import GraphBuilder
 
 F32 = np.dtype(np.float32)
 F16 = np.dtype(np.float16)
@@ -147,105 +147,6 @@ def clip(b: GraphBuilder) -> None:
     low = b.const(-float(b.rng.uniform(0, 1)), F32) if _flip(b, 0.7) else ""
     high = b.const(float(b.rng.uniform(0, 1)), F32) if _flip(b, 0.7) else ""
     b.node("Clip", [x.name, low, high] if high else [x.name, low])
-
-
-# ---- other element types ----------------------------------------------------------------
-
-
-def int_path(b: GraphBuilder) -> None:
-    """int64 arithmetic, comparison and reduction, from an int input or a cast input."""
-    x = b.pick(lambda t: t.dtype == I64)
-    if x is None or _flip(b, 0.3):
-        x = b.input(I64, b.shape(_int(b, 1, 3)))
-    other = _operand_int(b, broadcast_partner(b, x.shape))
-    op = str(b.rng.choice(["Add", "Sub", "Mul", "Max", "Min", "Equal", "Greater", "Abs"]))
-    result = b.node(op, [x.name] if op == "Abs" else [x.name, other])
-    if result is None:
-        return
-    if result[0].dtype == I64 and _flip(b, 0.4):
-        b.node("ReduceSum", [result[0].name, b.const([-1], I64)], keepdims=_int(b, 0, 1))
-    elif _flip(b, 0.5):
-        b.node("Cast", [result[0].name], to=1)
-
-
-def _operand_int(b: GraphBuilder, shape: tuple[int, ...]) -> str:
-    return b.const(b.rng.integers(-3, 4, shape).astype(I64))
-
-
-def cast(b: GraphBuilder) -> None:
-    """Casts between f32, f16, int64 and bool; float to int only from inputs (exact)."""
-    from onnx import TensorProto
-
-    x = b.pick(lambda t: t.dtype in (F16, I64, BOOL))
-    if x is None or _flip(b, 0.3):
-        x = b.inputs[-1] if b.inputs and _flip(b) else b.float_value()
-    targets = [TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BOOL]
-    if x.dtype != F32 or x in b.inputs:
-        targets.append(TensorProto.INT64)
-    b.node("Cast", [x.name], to=int(b.rng.choice(targets)))
-
-
-def f16_path(b: GraphBuilder) -> None:
-    """f16 ops between casts: elementwise, softmax, matmul, reduction, layer norm, data
-    movement; the result sometimes cast back to f32."""
-    x = b.pick(lambda t: t.dtype == F16)
-    if x is None:
-        source = b.float_value()
-        cast = b.node("Cast", [source.name], to=10)
-        if cast is None:
-            return
-        x = cast[0]
-    result = _f16_op(b, x, str(b.rng.choice(F16_OPS)))
-    if result is not None and _flip(b, 0.5):
-        b.node("Cast", [result[0].name], to=1)
-
-
-F16_OPS = ("Relu", "Tanh", "Sigmoid", "Add", "Mul", "Softmax", "Abs", "MatMul", "ReduceSum",
-           "ReduceMax", "LayerNormalization", "Transpose", "Concat", "Where")  # fmt: skip
-
-
-def _f16_op(b: GraphBuilder, x: Tensor, op: str) -> list[Tensor] | None:
-    if op in ("Add", "Mul"):
-        other = b.const(b.rng.standard_normal(broadcast_partner(b, x.shape)).astype(F16))
-        return b.node(op, [x.name, other])
-    if op == "MatMul" and x.rank >= 1:
-        weights = b.rng.standard_normal((x.shape[-1], _int(b, 1, 9))) / np.sqrt(x.shape[-1])
-        return b.node(op, [x.name, b.const(weights.astype(F16))])
-    if op.startswith("Reduce") and x.rank >= 1:
-        return b.node(op, [x.name, b.const([-1], I64)], keepdims=_int(b, 0, 1))
-    if op == "LayerNormalization" and x.rank >= 1 and b.opset >= 18:
-        return b.node(op, [x.name, b.const(np.ones(x.shape[-1:], F16))], axis=-1)
-    if op == "Concat" and x.rank >= 1:
-        return b.node(op, [x.name, x.name], axis=_int(b, -x.rank, x.rank - 1))
-    if op == "Where":
-        condition = b.input(BOOL, broadcast_partner(b, x.shape))
-        return b.node(op, [condition.name, x.name, b.const(np.zeros((), F16))])
-    if op in ("Relu", "Tanh", "Sigmoid", "Softmax", "Abs", "Transpose"):
-        return b.node(op, [x.name])
-    return None
-
-
-def int_data(b: GraphBuilder) -> None:
-    """int64 data moved and selected: Gather, Concat, Where, Transpose, ReduceMax, and a
-    cast to bool."""
-    x = b.pick(lambda t: t.dtype == I64 and t.rank >= 1)
-    if x is None:
-        x = b.input(I64, b.shape(_int(b, 1, 3)))
-    op = str(b.rng.choice(["Gather", "Concat", "Where", "Transpose", "ReduceMax", "Cast"]))
-    if op == "Gather":
-        indices = b.rng.integers(-x.shape[0], x.shape[0], b.shape(_int(b, 0, 2)))
-        b.node(op, [x.name, b.const(indices.astype(I64))])
-    elif op == "Concat":
-        b.node(op, [x.name, x.name], axis=_int(b, 0, x.rank - 1))
-    elif op == "Where":
-        condition = b.input(BOOL, broadcast_partner(b, x.shape))
-        b.node(op, [condition.name, x.name, _operand_int(b, broadcast_partner(b, x.shape))])
-    elif op == "ReduceMax" and b.opset >= 18:
-        b.node(op, [x.name, b.const([0], I64)], keepdims=_int(b, 0, 1))
-    elif op == "Cast":
-        b.node(op, [x.name], to=9)
-    elif op == "Transpose":
-        b.node(op, [x.name])
 
 
 # ---- normalisations and reductions ------------------------------------------------------
@@ -431,19 +332,21 @@ def dropout_identity(b: GraphBuilder) -> None:
 Recipe = Callable[[GraphBuilder], None]
 
 
-def _anchors() -> dict[Recipe, float]:
+def _other_modules() -> tuple[dict[Recipe, float], dict[Recipe, float]]:
+    """The recipes kept in their own modules, which import this one's helpers."""
     from graphfuse.testing.onnx_anchors import ANCHORS
+    from graphfuse.testing.onnx_dtypes import DTYPE_RECIPES
 
-    return ANCHORS
+    return DTYPE_RECIPES, ANCHORS
 
 
 def _table() -> tuple[list[Recipe], np.ndarray[Any, Any]]:
+    dtypes, anchors = _other_modules()
     table: dict[Recipe, float] = {
-        unary: 6, guarded_unary: 4, binary: 10, compare_select: 3, clip: 2, int_path: 2,
-        cast: 2, f16_path: 3, int_data: 1.5, softmax: 3, reduce: 4, layer_norm: 2, batch_norm: 1,
+        unary: 6, guarded_unary: 4, binary: 10, compare_select: 3, clip: 2, **dtypes,
+        softmax: 3, reduce: 4, layer_norm: 2, batch_norm: 1,
         transpose: 3, reshape: 3, squeeze_unsqueeze: 2, expand: 2, gather: 2, slice_: 3,
-        concat: 2, split: 1, pad: 1, dropout_identity: 1, unsupported: 0.4,
-        **_anchors(),
+        concat: 2, split: 1, pad: 1, dropout_identity: 1, unsupported: 0.4, **anchors,
     }  # fmt: skip
     weights = np.array(list(table.values()), dtype=np.float64)
     return list(table), weights / weights.sum()
