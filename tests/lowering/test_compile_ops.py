@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 import graphfuse
 from graphfuse.compiler import CompileOptions, Stage, lower_to
-from graphfuse.parsing import parse_text
+from graphfuse.parsing import GraphfuseError, parse_text
 from graphfuse.runtime import CompiledFunction
 from graphfuse.runtime.build import build_shared_library
 from tests.conftest import parse
@@ -103,10 +103,6 @@ func.func @computed_operands(%x: tensor<1x2x6x5xf32>, %w: tensor<4x1x3x3xf32>) -
   }
   func.return %0 : tensor<1x4x3x3xf32>
 }
-func.func @no_channels(%x: tensor<2x0x5x5xf32>, %w: tensor<3x0x3x3xf32>) -> tensor<2x3x5x5xf32> {
-  %0 = graph.conv2d %x, %w padding = [1, 1, 1, 1] : (tensor<2x0x5x5xf32>, tensor<3x0x3x3xf32>) -> tensor<2x3x5x5xf32>
-  func.return %0 : tensor<2x3x5x5xf32>
-}
 func.func @int32(%x: tensor<1x2x5x5xi32>, %w: tensor<3x2x3x3xi32>) -> tensor<1x3x3x3xi32> {
   %0 = graph.conv2d %x, %w strides = [2, 2] padding = [1, 1, 1, 1] : (tensor<1x2x5x5xi32>, tensor<3x2x3x3xi32>) -> tensor<1x3x3x3xi32>
   func.return %0 : tensor<1x3x3x3xi32>
@@ -142,9 +138,19 @@ def test_conv2d_stride_padding_dilation_groups_together() -> None:
     _check(CONV, "all_params")
 
 
-def test_conv2d_over_zero_channels_is_zero() -> None:
-    """An empty input gets no NHWC copy (a loop over 0 elements is no valid loop)."""
-    _check(CONV, "no_channels")
+NO_CHANNELS = """
+func.func @no_channels(%x: tensor<2x0x5x5xf32>, %w: tensor<3x0x3x3xf32>) -> tensor<2x3x5x5xf32> {
+  %0 = graph.conv2d %x, %w padding = [1, 1, 1, 1] : (tensor<2x0x5x5xf32>, tensor<3x0x3x3xf32>) -> tensor<2x3x5x5xf32>
+  func.return %0 : tensor<2x3x5x5xf32>
+}
+"""
+
+
+def test_conv2d_over_zero_channels_is_refused() -> None:
+    """Empty tensors are refused at the door (issue 21), with the argument and dimension
+    named, rather than compiled."""
+    with pytest.raises(GraphfuseError, match=r"@no_channels argument #0 is empty \(dimension #1"):
+        graphfuse.compile(parse_text(NO_CHANNELS), entry="no_channels")
 
 
 def test_conv2d_bias_relu_epilogue_is_one_kernel() -> None:
