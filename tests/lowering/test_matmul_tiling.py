@@ -49,12 +49,16 @@ SHAPES = [
 def test_tiled_matmul_matches_reference(
     shape: tuple[tuple[int, ...], int, int, int, bool], threads: int
 ) -> None:
+    """SHAPES are sized for AVX2's 6x16 tiles (lanes=8, which AVX-512 hosts run too), so
+    the tiling is the same on every host; test_avx512_geometry_matches_reference covers
+    the 32-column panels."""
     text = _matmul_bias_relu(*shape)
-    upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, CompileOptions(threads=threads))
+    options = CompileOptions(threads=threads, lanes=8)
+    upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, options)
     assert "vector.fma" in upstream, "the matmul was not tiled"
     # Every shape here has two panels or more, packed in parallel.
     assert ("scf.parallel" in upstream) == (threads > 1)
-    compile_and_compare(parse_text(text, "mm"), options=CompileOptions(threads=threads))
+    compile_and_compare(parse_text(text, "mm"), options=options)
 
 
 @pytest.mark.parametrize("shape", [((), 1000, 100, 1, True), ((), 1, 1000, 100, True)])
@@ -355,7 +359,9 @@ def _transposed_operands(
             shapes.append(shape)
             continue
         moved = tuple(shape[i] for i in perm)
-        lines.append(f"  %{name}t = graph.transpose %{name} perm = {perm} : {_t(*shape)} -> {_t(*moved)}")
+        lines.append(
+            f"  %{name}t = graph.transpose %{name} perm = {perm} : {_t(*shape)} -> {_t(*moved)}"
+        )
         names.append(f"%{name}t")
         shapes.append(moved)
     out = _t(*shapes[0][:-1], shapes[1][-1])
@@ -389,8 +395,9 @@ def test_transposed_operands_fuse_and_stay_tiled(case: str, threads: int) -> Non
     compile_and_compare(parse_text(text, "mm"), options=options)
 
 
-def _kernel_buffers(text: str) -> list[str]:
-    upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, CompileOptions(threads=1))
+def _kernel_buffers(text: str, lanes: int | None = None) -> list[str]:
+    options = CompileOptions(threads=1, lanes=lanes)
+    upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, options)
     signature = next(line for line in upstream.splitlines() if "func.func @fused" in line)
     return re.findall(r"memref<([^>]*)>", signature)
 
@@ -400,9 +407,11 @@ def test_a_read_in_place_when_its_rows_are_packed_rows(threads: int) -> None:
     """A plain A[batch, m, k] is read where it is (no packed copy, no scratch for it);
     an A read through a transpose is still packed. Both give the reference's results."""
     plain = _transposed_operands((2, 3, 40, 24), (2, 3, 24, 56), None, None)
-    # A, B, the result and B's panels (6 batch points, 4 panels of 16 columns): no Ap.
-    buffers = ["2x3x40x24xf32", "2x3x24x56xf32", "2x3x40x56xf32", "6x4x24x16xf32"]
-    assert _kernel_buffers(plain) == buffers
+    # A, B, the result and B's panels (6 batch points, 56 columns in panels of 2 * lanes
+    # columns: 4 of 16, or 2 of 32): no Ap.
+    operands = ["2x3x40x24xf32", "2x3x24x56xf32", "2x3x40x56xf32"]
+    for lanes, panels in ((8, "6x4x24x16xf32"), (16, "6x2x24x32xf32")):
+        assert _kernel_buffers(plain, lanes) == [*operands, panels]
     transposed = _transposed_operands(*TRANSPOSED["A^T"])
     assert "6x40x24xf32" in _kernel_buffers(transposed)
     for text in (plain, transposed, _matmul_bias_relu((3,), 20, 40, 33, True)):
