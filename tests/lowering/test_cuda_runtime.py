@@ -161,14 +161,19 @@ func.func @main(%x: tensor<6x33xf32>, %y: tensor<6x33xf32>) -> (tensor<6x33xi1>,
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_cuda_function_on_a_fake_driver_matches_reference(case: str) -> None:
+    """The f32 reference's own rounding sizes the slack, as in compile_and_compare: its
+    matmuls go through NumPy's BLAS, whose kernels (and so roundings) follow the host's
+    CPU; on an AVX-512 one the transformer's reference was further from the float64 run
+    than the emulated kernels were."""
     compiled, driver, _ = _fake_build(CASES[case])
     module = parse_text(CASES[case], case)
     function = reference.find_function(module, "main")
     for seed in (0, 1):  # a second call reuses the device buffers
         arrays = reference.random_inputs(function, seed)
         expected = reference.run(module, "main", *arrays)
+        exact = reference.run(module, "main", *arrays, f32_as_f64=True)
         got = compiled(*arrays)
-        assert_matches(got if isinstance(got, tuple) else (got,), expected)
+        assert_matches(got if isinstance(got, tuple) else (got,), expected, exact=exact)
     assert driver.launches and len(driver.launches) == 2 * len(compiled.plan.launches)
 
 
