@@ -47,7 +47,7 @@ from graphfuse.lowering.emitter import Emitter, Index, compute_type, is_float, p
 from graphfuse.lowering.operand_layouts import OperandCopy, copy_for, operand_copies
 from graphfuse.lowering.ranking import emit_ranking
 from graphfuse.lowering.row_stitching import RowPlan, row_plan, stitched_rows
-from graphfuse.lowering.scalar_ops import SCALAR_RULES, ScalarRule
+from graphfuse.lowering.scalar_ops import SCALAR_RULES, ScalarRule, round_result
 from graphfuse.reference import dense_to_numpy
 
 HEAVY_OPS = (graph.ReduceOp, graph.MatmulOp, graph.Conv2dOp, graph.Pool2dOp)
@@ -376,6 +376,9 @@ class _KernelBuilder:
     def _to_storage(self, scalar: SSAValue, element: Attribute) -> SSAValue:
         if scalar.type == element:
             return scalar
+        widened = scalar.owner
+        if isinstance(widened, arith.ExtFOp) and widened.input.type == element:
+            return widened.input  # rounded already (round_result)
         return self.em.emit(arith.TruncFOp(scalar, element))
 
     # ---- values at an index -----------------------------------------------------------
@@ -440,7 +443,7 @@ class _KernelBuilder:
         args: list[SSAValue] = []
         for v in op.operands:
             args.append((yield (v, index_maps.broadcast(index, shape_of(v)))))
-        return rule(self.em, op, args)
+        return round_result(self.em, op, rule(self.em, op, args))
 
     def _run(self, step: Step) -> SSAValue:
         """Runs a step outside `value_at`'s stack, its operand elements from `value_at`."""
@@ -470,7 +473,7 @@ class _KernelBuilder:
                 f"'{op.name}' has no loop lowering (convert-graph-to-loop supports "
                 "elementwise, data-movement, reduction, matmul, conv2d and pooling ops)"
             )
-        return method(self, op, index)
+        return round_result(self.em, op, method(self, op, index))
 
     def _load(self, buffer: SSAValue, index: Sequence[Index]) -> SSAValue:
         em = self.em

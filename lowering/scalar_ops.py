@@ -211,3 +211,30 @@ SCALAR_RULES: dict[type[Operation], ScalarRule] = {
     graph.SelectOp: _select,
 }
 """Elementwise graph op type -> how to compute one element from its operands' elements."""
+
+
+EXACT_ON_NARROW_FLOATS: tuple[type[Operation], ...] = (
+    graph.NegOp,
+    graph.AbsOp,
+    graph.ReluOp,
+    graph.MaxOp,
+    graph.MinOp,
+    graph.SelectOp,
+    graph.CastOp,
+    graph.CompareOp,
+    graph.ConstantOp,
+)
+"""Ops whose result is already an f16/bf16 value when their operands are (or that round
+themselves, as a cast does): no rounding after them."""
+
+
+def round_result(em: Emitter, op: Operation, x: SSAValue) -> SSAValue:
+    """`x`, the compute-typed (f32) element of `op`'s f16 or bf16 result, rounded to that
+    type as the reference rounds every op's result: a fused chain of f16 ops must not keep
+    f32 precision between its ops (an underflow to zero, a comparison, would differ)."""
+    element = graph.tensor_type_of(op.results[0]).get_element_type()
+    if isinstance(op, EXACT_ON_NARROW_FLOATS) or compute_type(element) == element:
+        return x
+    if x.type != compute_type(element):
+        return x
+    return em.emit(arith.ExtFOp(em.emit(arith.TruncFOp(x, element)), x.type))
