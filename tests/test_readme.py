@@ -30,7 +30,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from graphfuse.runtime.cuda_driver import CudaError, Driver
+from graphfuse.runtime.cuda_driver import unavailable_reason
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -51,14 +51,6 @@ def shell_commands(markdown: str) -> list[str]:
 
 
 COMMANDS = shell_commands(README.read_text())
-
-
-def _gpu_or_reason() -> str | None:
-    try:
-        Driver()
-    except CudaError as error:
-        return str(error)
-    return None
 
 
 def mlp_model() -> onnx.ModelProto:
@@ -154,7 +146,7 @@ def test_readme_commands_found():
 )
 def test_readme_command_runs(command: str, models: dict[str, bytes], tmp_path: Path):
     if "--target cuda" in command:
-        reason = _gpu_or_reason()
+        reason = unavailable_reason()
         if reason is not None:
             pytest.skip(f"--target cuda runs on a GPU: {reason}")
     _prepare(tmp_path, models)

@@ -211,6 +211,16 @@ class Driver:
 _driver: Driver | None = None
 
 
+def unavailable_reason() -> str | None:
+    """Why no GPU can be used in this process (the driver's one line), or None: for tests
+    and tools that skip GPU work cleanly."""
+    try:
+        driver()
+    except CudaError as error:
+        return str(error)
+    return None
+
+
 def driver() -> Driver:
     """The process's driver (loaded and initialised once)."""
     global _driver

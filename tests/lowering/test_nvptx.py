@@ -19,7 +19,7 @@ import graphfuse
 from graphfuse.compiler import CompileOptions, Stage, fuse, lower_to
 from graphfuse.parsing import parse_text
 from graphfuse.random_graphs import random_graph
-from graphfuse.runtime.cuda_driver import CudaError, Driver
+from graphfuse.runtime.cuda_driver import CudaError, unavailable_reason
 from graphfuse.runtime.nvptx import CHIP_MIN_PTX, PTX_ISAS, NvptxTarget, NvptxTargetError
 from graphfuse.toolchain import find_tool
 from tests.conftest import parse
@@ -33,15 +33,7 @@ import workloads  # noqa: E402
 PTXAS = find_tool("ptxas")
 
 
-def _gpu_or_reason() -> str | None:
-    try:
-        Driver()
-    except CudaError as error:
-        return str(error)
-    return None
-
-
-NO_GPU = _gpu_or_reason()
+NO_GPU = unavailable_reason()
 needs_gpu = pytest.mark.skipif(NO_GPU is not None, reason=f"no GPU to run on: {NO_GPU}")
 
 
