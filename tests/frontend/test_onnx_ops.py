@@ -363,3 +363,15 @@ def test_constant_node_the_onnx_evaluator_lacks_is_imported() -> None:
     nodes = [node("Gelu", ["c"], ["g"]), node("Add", ["x", "g"], ["out"])]
     built = model(nodes, {"x": x}, {"out": (F, [2, 4])}, {"c": _rand(2, 4, seed=1)}, opset=20)
     check_against_onnxruntime(built, {"x": x}, compile_it=True)
+
+
+def test_max_pool_of_a_constant_with_a_window_ending_in_padding() -> None:
+    """onnx.reference's MaxPool fails when a window ends in padding; on a constant input
+    the node is built as a graph op instead (found by the fuzzer)."""
+    x = _rand(2, 4, 2, 1)
+    nodes = [
+        node("MaxPool", ["c"], ["p"], kernel_shape=[3, 1], pads=[0, 0, 1, 0], strides=[1, 1]),
+        node("Add", ["x", "p"], ["out"]),
+    ]
+    built = model(nodes, {"x": x}, {"out": (F, [2, 4, 2, 1])}, {"c": _rand(2, 4, 3, 1, seed=1)})
+    check_against_onnxruntime(built, {"x": x}, compile_it=True)
