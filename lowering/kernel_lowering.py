@@ -48,7 +48,7 @@ from graphfuse.lowering.operand_layouts import OperandCopy, copy_for, operand_co
 from graphfuse.lowering.ranking import emit_ranking
 from graphfuse.lowering.row_stitching import RowPlan, row_plan, stitched_rows
 from graphfuse.lowering.scalar_ops import SCALAR_RULES, ScalarRule, round_result
-from graphfuse.reference import dense_to_numpy
+from graphfuse.reference import dense_to_numpy, to_element_type
 
 HEAVY_OPS = (graph.ReduceOp, graph.MatmulOp, graph.Conv2dOp, graph.Pool2dOp)
 """Ops computed with an accumulator over a reduction space."""
@@ -551,8 +551,10 @@ class _KernelBuilder:
     def _pad(self, op: graph.PadOp, index: tuple[Index, ...]) -> Step:
         lows, highs = op.low.get_values(), op.high.get_values()
         shifted = tuple(self.em.isub(i, low) for i, low in zip(index, lows, strict=True))
-        element = compute_type(tensor_type_of(op.result).get_element_type())
-        fill_value = op.value.value.data
+        stored = tensor_type_of(op.result).get_element_type()
+        element = compute_type(stored)
+        # The fill as the result's type holds it (0.1 in f16 is not 0.1 in f32).
+        fill_value = float(to_element_type(np.array(op.value.value.data), stored))
         fill = self.em.constant(fill_value if is_float(element) else int(fill_value), element)
         padded = [low != 0 or high != 0 for low, high in zip(lows, highs, strict=True)]
         return (yield from self._guard(op.input, shifted, fill, padded))

@@ -162,7 +162,10 @@ def convert_scalar(em: Emitter, x: SSAValue, element: Attribute) -> SSAValue:
         return em.emit(arith.FPToSIOp(x, target))
     if isinstance(target, AnyFloat):
         unsigned = x.type == IntegerType(1)
-        return em.emit(arith.UIToFPOp(x, target) if unsigned else arith.SIToFPOp(x, target))
+        converted = em.emit(arith.UIToFPOp(x, target) if unsigned else arith.SIToFPOp(x, target))
+        if element != target:  # an integer that f16/bf16 cannot hold exactly rounds
+            converted = em.emit(arith.ExtFOp(em.emit(arith.TruncFOp(converted, element)), target))
+        return converted
     return _int_to_int(em, x, target)
 
 

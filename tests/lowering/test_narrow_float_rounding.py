@@ -52,15 +52,41 @@ func.func @main(%x: tensor<8x96x{t}>) -> tensor<8x96x{t}> {
 """
 
 
+INT_CAST = """
+func.func @main(%x: tensor<64xi32>, %y: tensor<64x{t}>) -> tensor<64x{t}> {
+  %h = graph.cast %x : tensor<64xi32> -> tensor<64x{t}>
+  %d = graph.sub %h, %y : (tensor<64x{t}>, tensor<64x{t}>) -> tensor<64x{t}>
+  func.return %d : tensor<64x{t}>
+}
+"""
+
+PAD_FILL = """
+func.func @main(%x: tensor<4x6x{t}>) -> tensor<4x8x{t}> {
+  %p = graph.pad %x low = [0, 1] high = [0, 1] value = 0.1 : tensor<4x6x{t}> -> tensor<4x8x{t}>
+  %c = graph.constant dense<0.1> : tensor<{t}>
+  %d = graph.sub %p, %c : (tensor<4x8x{t}>, tensor<{t}>) -> tensor<4x8x{t}>
+  func.return %d : tensor<4x8x{t}>
+}
+"""
+
+
+def _inputs(case: str, element: str, generated: list[np.ndarray]) -> list[np.ndarray]:
+    if case == "UNDERFLOW":  # products near f16's smallest subnormal: some round to zero
+        return [np.linspace(-0.02, 0.02, 64, dtype=np.float32)]
+    if case == "INT_CAST":  # integers f16/bf16 cannot hold: x - round(x) is 0 rounded
+        x = np.arange(2049, 2049 + 64 * 37, 37, dtype=np.int32)
+        held = x.astype(np.float32)
+        return [x, held.astype(np.float16) if element == "f16" else reference.round_to_bf16(held)]
+    return generated
+
+
 @pytest.mark.parametrize("element", ["f16", "bf16"])
-@pytest.mark.parametrize("case", ["UNDERFLOW", "CHAIN", "ROW_SUM"])
+@pytest.mark.parametrize("case", ["UNDERFLOW", "CHAIN", "ROW_SUM", "INT_CAST", "PAD_FILL"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_narrow_floats_round_after_every_op(case: str, element: str, threads: int) -> None:
     module = parse_text(globals()[case].replace("{t}", element))
     function = reference.find_function(module, "main")
-    inputs = reference.random_inputs(function, seed=3)
-    if case == "UNDERFLOW":  # products near f16's smallest subnormal: some round to zero
-        inputs = [np.linspace(-0.02, 0.02, 64, dtype=np.float32)]
+    inputs = _inputs(case, element, reference.random_inputs(function, seed=3))
     expected = reference.run(module, "main", *inputs)
     compiled = graphfuse.compile(module, options=CompileOptions(threads=threads))
     assert compiled.kernel_count == 1
