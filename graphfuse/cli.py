@@ -381,13 +381,17 @@ def _report_lines(module: ModuleOp, before: dict[str, Summary]) -> list[str]:
     return lines
 
 
+def _check_files(*paths: str | None) -> None:
+    for path in paths:
+        if path is not None:
+            check_output_file(path)
+
+
 def cmd_fuse(args: argparse.Namespace) -> int:
     """Fuse a graph file: print or write the fused module, optionally a Graphviz picture."""
     from graphfuse.dot import function_to_dot
 
-    if args.max_depth < 1:
-        raise GraphfuseError(f"--max-depth must be >= 1, got {args.max_depth}")
-    _ = [check_output_file(path) for path in (args.output, args.dot) if path is not None]
+    _check_files(args.output, args.dot)
     module = _load(args.file, args.input_shape)
     before = {f.sym_name.data: Summary.of(kernel_stats(f)) for f in functions(module)}
     reference_run = _reference_results(module) if args.check else None
@@ -429,15 +433,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see --help)\n")
 
 
-def _natural(text: str) -> int:
-    """An argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got '{text}'") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
+def _at_least(least: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= `least` (usage errors name the option)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < least:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {least}, got '{text}'")
+        return value
+
+    return parse
+
+
+_natural, _positive = _at_least(0), _at_least(1)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -502,7 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
     fuse.add_argument("--dot", help="write a Graphviz picture, one cluster per kernel")
     fuse.add_argument("--explain", action="store_true", help="print every fusion decision")
     fuse.add_argument("--report", action="store_true", help="print kernels and bytes moved")
-    fuse.add_argument("--max-depth", type=int, default=256, help="most ops per kernel")
+    fuse.add_argument("--max-depth", type=_positive, default=256, help="most ops per kernel")
     fuse.add_argument("--rules", help="a PDL file of extra rewrite rules (graph-simplify)")
     fuse.add_argument(
         "--check", action="store_true", help="run @main before and after in the reference"
@@ -534,7 +545,7 @@ def _input_shape_argument(parser: argparse.ArgumentParser) -> None:
 
 def _compile_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entry", default="main", help="the function (default: main)")
-    parser.add_argument("--max-depth", type=int, default=256, help="most ops per kernel")
+    parser.add_argument("--max-depth", type=_positive, default=256, help="most ops per kernel")
     parser.add_argument(
         "--no-fuse", dest="fuse", action="store_false", help="every op its own kernel"
     )
@@ -546,7 +557,9 @@ def _compile_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--cpu", default="native", help="llc -mcpu (default: this machine)")
     parser.add_argument(
-        "--threads", type=int, help="workers per parallel loop (default: this machine's cores)"
+        "--threads",
+        type=_positive,
+        help="workers per parallel loop (default: this machine's cores)",
     )
     parser.add_argument(
         "--lanes",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
@@ -20,7 +21,7 @@ from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects import loop
-from graphfuse.graph_inputs import check_graph_module
+from graphfuse.graph_inputs import check_entry, check_graph_module
 from graphfuse.outputs import check_output_file
 from graphfuse.parsing import GraphfuseError, make_context, parse_file, verify
 from graphfuse.runtime.build import CpuTarget, build_shared_library, to_llvm_ir
@@ -68,6 +69,10 @@ class CompileOptions:
 
     def __post_init__(self) -> None:
         """Options are checked where they are made, so a bad one never starts a build."""
+        for name in ("max_depth", "threads", "opt_level", "block_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise GraphfuseError(f"{name} must be an integer, got {value!r}")
         if self.max_depth < 1:
             raise GraphfuseError(f"max_depth must be at least 1, got {self.max_depth}")
         if self.threads < 1:
@@ -109,7 +114,7 @@ def _load_path(path: object) -> ModuleOp:
             f"expected an xDSL ModuleOp or the path of a .mlir or .onnx file, "
             f"got {type(path).__name__}"
         )
-    if "\n" in str(path) or str(path).lstrip().startswith(("func.func", "module", "builtin.")):
+    if _looks_like_mlir_text(str(path)):
         raise GraphfuseError(
             "got MLIR text where a path is expected: parse it first with "
             "graphfuse.parsing.parse_text(text) and pass the module"
@@ -121,6 +126,16 @@ def _load_path(path: object) -> ModuleOp:
         return from_onnx(path)
     return parse_file(path)
 
+
+def _looks_like_mlir_text(path: str) -> bool:
+    """Text where a path was meant: several lines, or an op with its body and no such file
+    (`module_net.mlir` is a file name)."""
+    if "\n" in path:
+        return True
+    return bool(_MLIR_START.match(path)) and not Path(path).exists()
+
+
+_MLIR_START = re.compile(r"\s*(func\.func\s+@|builtin\.module\s*\{|module\s*\{)")
 
 INPUT_KINDS = {".mlir": "mlir", ".onnx": "onnx"}
 """The front end each input suffix picks."""
@@ -254,10 +269,8 @@ def _entry(module: ModuleOp, entry: str) -> func.FuncOp:
     names: list[str] = []
     for op in module.ops:
         if isinstance(op, func.FuncOp):
-            if op.sym_name.data == entry and op.is_declaration:
-                raise GraphfuseError(f"@{entry} is a declaration without a body")
             if op.sym_name.data == entry:
-                return op
+                return check_entry(op)
             names.append("@" + op.sym_name.data)
     raise GraphfuseError(
         f"no function @{entry} in the module (it has {', '.join(names) or 'none'})"

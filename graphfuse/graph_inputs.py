@@ -2,7 +2,8 @@
 
 The graph dialect's verifiers check each op; what they cannot see is the module as a
 whole: ops must sit inside functions, a function must have a body, and every tensor must
-be static, non-empty and of an element type the graph ops take (`func.func` accepts any
+be static, non-empty and of an element type the graph ops take, and a function run or
+compiled must have a body (`func.func` accepts any
 argument type, so an unused f64 argument would otherwise slip through to the lowering).
 Each problem is one line naming the function, argument or op, and its location.
 """
@@ -36,14 +37,9 @@ def check_graph_module(module: ModuleOp) -> None:
 
 
 def check_function(function: func.FuncOp) -> None:
-    """A function with a body whose arguments, results and values are all supported
-    tensors."""
+    """A function whose arguments, results and values are all supported tensors (a
+    declaration is checked where it is run: `check_entry`)."""
     name = f"@{function.sym_name.data}"
-    if function.is_declaration:
-        raise GraphfuseError(
-            f"{location_of(function)}: function {name} is a declaration without a body: "
-            "graphfuse compiles functions of graph ops"
-        )
     for index, typ in enumerate(function.function_type.inputs.data):
         _check_type(typ, f"{location_of(function)}: {name} argument #{index}")
     for index, typ in enumerate(function.function_type.outputs.data):
@@ -51,6 +47,16 @@ def check_function(function: func.FuncOp) -> None:
     for op in function.body.walk():
         for index, result in enumerate(op.results):
             _check_type(result.type, _op_where(op, index))
+
+
+def check_entry(function: func.FuncOp) -> func.FuncOp:
+    """`function`, to be run or compiled: it must have a body."""
+    if function.is_declaration:
+        raise GraphfuseError(
+            f"{location_of(function)}: function @{function.sym_name.data} is a declaration "
+            "without a body: graphfuse runs and compiles functions of graph ops"
+        )
+    return function
 
 
 def _op_where(op: Operation, index: int) -> str:

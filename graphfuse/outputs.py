@@ -48,15 +48,16 @@ def write_all(outputs: Mapping[str | Path, str]) -> None:
     for name in outputs:
         check_output_file(name)
     staged: list[tuple[Path, Path]] = []
+    target = Path()
     try:
         for name, text in outputs.items():
             target = Path(name)
             temporary = target.with_name(f".{target.name}.graphfuse-tmp")
             staged.append((temporary, target))
             temporary.write_text(text)
+        for temporary, target in staged:
+            temporary.replace(target)
     except OSError as error:
         for temporary, _ in staged:
             temporary.unlink(missing_ok=True)
-        raise GraphfuseError(f"{error.filename}: cannot write: {error.strerror}") from None
-    for temporary, target in staged:
-        temporary.replace(target)
+        raise GraphfuseError(f"{target}: cannot write: {error.strerror}") from None

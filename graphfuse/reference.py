@@ -122,7 +122,8 @@ def numpy_to_dense(array: Array, tensor_type: TensorType[Attribute]) -> DenseInt
     if stored.dtype.kind == "f" and not stored.any() and len(set(np.signbit(stored).flat)) > 1:
         # Zeros of both signs would print as a splat of the first (xDSL's splat test
         # compares values, and -0.0 == 0.0): the text would hold other bits than the
-        # module. All +0.0 keeps them equal; only the sign of a zero result can differ.
+        # module. All +0.0 keeps them equal, at a cost only where a result depends on a
+        # zero's sign (dividing by such a constant gives +inf where -inf was due).
         stored = np.zeros_like(stored)
     if isinstance(element_type, BFloat16Type):
         raw = (stored.view(np.uint32) >> 16).astype(np.uint16).tobytes()
@@ -549,7 +550,9 @@ def find_function(module: ModuleOp, name: str) -> func.FuncOp:
     functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
     for function in functions:
         if function.sym_name.data == name:
-            return function
+            from graphfuse.graph_inputs import check_entry
+
+            return check_entry(function)
     names = ", ".join("@" + f.sym_name.data for f in functions) or "none"
     raise GraphfuseError(f"module has no function @{name} (functions: {names})")
 

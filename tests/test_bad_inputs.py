@@ -48,10 +48,6 @@ BAD_FILES = {
         "%0 = graph.constant dense<1.0> : tensor<2xf32>\n",
         r"bad\.mlir:1:1: 'graph\.constant' op is at module top level",
     ),
-    "declaration_entry": (
-        "func.func private @main(%x: tensor<2xf32>) -> tensor<2xf32>\n",
-        r"bad\.mlir:1:1: function @main is a declaration without a body",
-    ),
     "empty": ("", r"bad\.mlir: no function: the file is empty or holds only comments$"),
     "comments_only": ("// a comment\n\n// another\n", r"bad\.mlir: no function"),
     "unclosed_brace": (
@@ -111,6 +107,28 @@ def test_bad_file_one_line_nothing_written(case, command, tmp_path, monkeypatch,
     assert _left_behind(tmp_path, {"bad.mlir"}) == set()
 
 
+DECLARATION = "func.func private @main(%x: tensor<2xf32>) -> tensor<2xf32>\n"
+
+
+@pytest.mark.parametrize("command", ["run", "compile"])
+def test_declaration_as_entry_is_refused(command, tmp_path, monkeypatch, capsys):
+    """A declaration may sit in a module (a callee), but it cannot be run or compiled."""
+    (tmp_path / "bad.mlir").write_text(DECLARATION)
+    monkeypatch.chdir(tmp_path)
+    status, err = _run_main([command, "bad.mlir"], capsys)
+    _assert_one_line(status, err, r"bad\.mlir:1:1: function @main is a declaration without a body")
+    assert _left_behind(tmp_path, {"bad.mlir"}) == set()
+    with pytest.raises(GraphfuseError, match="@main is a declaration without a body"):
+        graphfuse.compile("bad.mlir")
+
+
+def test_module_with_a_declared_callee_still_fuses(tmp_path, monkeypatch, capsys):
+    (tmp_path / "callee.mlir").write_text(DECLARATION.replace("@main", "@ext") + ADD)
+    monkeypatch.chdir(tmp_path)
+    status, err = _run_main(["fuse", "callee.mlir"], capsys)
+    assert status == 0, err
+
+
 @pytest.mark.parametrize(
     ("argv", "pattern"),
     [
@@ -140,8 +158,6 @@ def test_bad_file_one_line_nothing_written(case, command, tmp_path, monkeypatch,
         (["run", "absent.mlir"], r"absent\.mlir: cannot read"),
         (["run", "in.mlir", "--cpu", "skylakee"], r"unknown CPU 'skylakee'.*did you mean skylake"),
         (["compile", "in.mlir", "--emit", "llvm", "--cpu", "nonsense"], r"unknown CPU 'nonsense'"),
-        (["run", "in.mlir", "--max-depth", "0"], r"max_depth must be at least 1, got 0"),
-        (["run", "in.mlir", "--threads", "0"], r"threads must be at least 1, got 0"),
         (
             ["stats", "in.mlir", "--input-shape", "x=2"],
             r"in\.mlir: --input-shape applies to \.onnx models only",
@@ -169,7 +185,23 @@ def test_bad_arguments_one_line_nothing_written(argv, pattern, tmp_path, monkeyp
             ["run", "in.mlir", "--lanes", "3"],
             r"argument --lanes: invalid choice: 3 \(choose from 8, 16\)",
         ),
-        (["run", "in.mlir", "--seed", "-1"], r"argument --seed: expected an integer >= 0, got -1"),
+        (
+            ["run", "in.mlir", "--seed", "-1"],
+            r"argument --seed: expected an integer >= 0, got '-1'",
+        ),
+        (
+            ["run", "in.mlir", "--max-depth", "0"],
+            r"argument --max-depth: expected an integer >= 1, got '0'",
+        ),
+        (
+            ["fuse", "in.mlir", "--max-depth", "-1"],
+            r"argument --max-depth: expected an integer >= 1",
+        ),
+        (["compile", "in.mlir", "--threads", "0"], r"argument --threads: expected an integer >= 1"),
+        (
+            ["run", "in.mlir", "--threads", "two"],
+            r"argument --threads: expected an integer >= 1, got 'two'",
+        ),
         (["compile", "in.mlir", "--target", "tpu"], r"argument --target: invalid choice: 'tpu'"),
         (["run", "in.mlir", "--frobnicate"], r"unrecognized arguments: --frobnicate"),
         (["run"], r"the following arguments are required: file"),
@@ -223,6 +255,8 @@ def test_tool_that_prints_nothing(tmp_path):
         (42, r"expected an xDSL ModuleOp or the path of a \.mlir or \.onnx file, got int"),
         (ADD, r"got MLIR text where a path is expected: parse it first"),
         ("model.txt", r"model\.txt: not a \.mlir or \.onnx file"),
+        ("module_net.txt", r"module_net\.txt: not a \.mlir or \.onnx file"),
+        ("func.func @main() {}", r"got MLIR text where a path is expected"),
         ("absent.mlir", r"absent\.mlir: cannot read"),
     ],
 )
@@ -240,6 +274,8 @@ def test_api_compile_refuses_what_is_not_a_graph(argument, pattern):
         ({"lanes": 4}, r"lanes must be 8 or 16, got 4"),
         ({"opt_level": 5}, r"opt_level must be 0, 1, 2 or 3, got 5"),
         ({"cpu": ""}, r"cpu is empty"),
+        ({"max_depth": "3"}, r"max_depth must be an integer, got '3'"),
+        ({"threads": 2.5}, r"threads must be an integer, got 2\.5"),
     ],
 )
 def test_api_options_checked_where_made(options, pattern):
@@ -259,3 +295,26 @@ def test_api_options_of_the_wrong_type():
     options: Any = {"threads": 1}
     with pytest.raises(GraphfuseError, match="options must be a CompileOptions, got dict"):
         graphfuse.compile(ROOT / "examples" / "resnet_block.mlir", options=options)
+
+
+@pytest.mark.parametrize(
+    ("argv", "pattern"),
+    [
+        (
+            ["compile", "in.mlir", "-o", "/proc/graphfuse-out.so"],
+            r"/proc/graphfuse-out\.so: cannot write",
+        ),
+        (
+            ["fuse", "in.mlir", "-o", "/proc/graphfuse-out.mlir"],
+            r"/proc/graphfuse-out\.mlir: cannot write",
+        ),
+    ],
+)
+def test_output_folder_that_refuses_writes(argv, pattern, tmp_path, monkeypatch, capsys):
+    """A folder that exists but takes no files (/proc, even for root): the output is named,
+    not the temporary file it was staged in."""
+    (tmp_path / "in.mlir").write_text(ADD)
+    monkeypatch.chdir(tmp_path)
+    status, err = _run_main(argv, capsys)
+    _assert_one_line(status, err, r"^graphfuse: error: " + pattern)
+    assert _left_behind(tmp_path, {"in.mlir"}) == set()

@@ -201,13 +201,16 @@ def describe_type(type_proto: Any) -> str:
 def parse_input_shapes(specs: Sequence[str]) -> dict[str, list[int]]:
     """`name=2x3x224x224` strings (from --input-shape) as a dict; every dimension positive,
     since a shape bound on the command line is a real tensor's and graphfuse has no empty
-    tensors."""
+    tensors. `name=` with no dimensions binds a scalar (rank 0)."""
     shapes: dict[str, list[int]] = {}
     for spec in specs:
-        name, _, dims = spec.rpartition("=")
-        if not name or not dims:
-            raise _bad_spec(spec, "expected NAME=D0xD1x... (e.g. input_ids=2x16)")
+        name, equals, dims = spec.rpartition("=")
+        if not name or not equals:
+            raise _bad_spec(spec, "expected NAME=D0xD1x... (e.g. input_ids=2x16; NAME= a scalar)")
         values: list[int] = []
+        if not dims.strip():
+            shapes[name] = values
+            continue
         for dim in dims.split("x"):
             if not re.fullmatch(r"\s*-?\d+\s*", dim):
                 raise _bad_spec(spec, f"dimension '{dim}' is not a number")

@@ -288,9 +288,11 @@ def _install(library: Path, destination: Path, threaded: bool) -> None:
         written.append(staged)
         _check_loads(staged, destination)
         os.replace(staged, destination)
-    except BaseException:
+    except BaseException as error:
         for path in written:
             path.unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise ToolchainError(f"{destination}: cannot write: {error.strerror}") from None
         raise
 
 

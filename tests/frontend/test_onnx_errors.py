@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 
 from graphfuse.cli import main
 from graphfuse.frontend.onnx_builder import ImportFailure
-from graphfuse.frontend.onnx_import import from_onnx
+from graphfuse.frontend.onnx_import import from_onnx, parse_input_shapes
 from tests.frontend.onnx_models import model
 
 F = TensorProto.FLOAT
@@ -175,7 +175,7 @@ def test_tensor_written_twice_names_both_nodes(
         ("x=-1x3", "'x=-1x3': dimension -1 must be 1 or more"),
         ("x=0x3", "'x=0x3': dimension 0 must be 1 or more"),
         ("x=ax3", "'x=ax3': dimension 'a' is not a number"),
-        ("x=", "'x=': expected NAME=D0xD1x..."),
+        ("x=", "x= does not fit the declared shape ?x3"),
         ("=3", "'=3': expected NAME=D0xD1x..."),
         ("z=2x3", "names 'z', which is not a model input (inputs: x)"),
     ],
@@ -322,3 +322,15 @@ def test_graph_output_that_is_a_graph_input_passes_through() -> None:
     got = graphfuse.compile(from_onnx(built))(x)
     np.testing.assert_array_equal(got[0], x)
     np.testing.assert_array_equal(got[1], x)
+
+
+def test_input_shape_with_no_dimensions_binds_a_scalar(tmp_path: Path) -> None:
+    graph = helper.make_graph(
+        [node("Relu", ["x"], ["y"])],
+        "unshaped",
+        [helper.make_tensor_value_info("x", F, None)],
+        [helper.make_tensor_value_info("y", F, None)],
+    )
+    model_ = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    module = from_onnx(model_, parse_input_shapes(["x="]))
+    assert "func.func @main(%x: tensor<f32>) -> tensor<f32>" in str(module)
