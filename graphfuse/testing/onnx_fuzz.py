@@ -167,16 +167,22 @@ def fuzz(args: argparse.Namespace) -> Fuzzer:
         if args.verbose and outcome is not None:
             print(f"seed {seed}: {outcome.verdict.value} {outcome.category}", flush=True)
         seed += 1
-        elapsed = time.monotonic() - start
-        header = (
-            f"graphfuse ONNX fuzzer: seeds {args.seed}..{seed - 1}, {elapsed / 60:.1f} min, "
-            f"max {args.max_nodes} nodes, threads {args.threads}"
-        )
-        # Written aside and renamed: a run stopped mid-write keeps its last whole report.
-        (out / "report.txt.new").write_text(fuzzer.report(header))
-        (out / "report.txt.new").replace(out / "report.txt")
+        _write_report(fuzzer, args, seed, start)
+    _write_report(fuzzer, args, seed, start)  # also when no seed ran (--minutes 0)
     fuzzer.worker.close()
     return fuzzer
+
+
+def _write_report(fuzzer: Fuzzer, args: argparse.Namespace, seed: int, start: float) -> None:
+    elapsed = time.monotonic() - start
+    header = (
+        f"graphfuse ONNX fuzzer: seeds {args.seed}..{seed - 1}, {elapsed / 60:.1f} min, "
+        f"max {args.max_nodes} nodes, threads {args.threads}"
+    )
+    # Written aside and renamed: a run stopped mid-write keeps its last whole report.
+    out = Path(fuzzer.out)
+    (out / "report.txt.new").write_text(fuzzer.report(header))
+    (out / "report.txt.new").replace(out / "report.txt")
 
 
 def reduce_saved(path: str, threads: int) -> str:
@@ -187,7 +193,7 @@ def reduce_saved(path: str, threads: int) -> str:
     stem = Path(path).with_suffix("")
     case = Case(onnx.load(path), dict(np.load(str(stem.with_suffix(".npz")))))
     fuzzer = Fuzzer(stem.parent, Worker(threads))
-    outcome = fuzzer.worker.evaluate(case)
+    outcome = fuzzer.worker.evaluate(case, threads)
     if outcome.verdict not in BUGS:
         fuzzer.worker.close()
         return f"{path}: {outcome.verdict.value}, nothing to reduce"
