@@ -40,7 +40,20 @@ from graphfuse.frontend.onnx_checks import (
 )
 from graphfuse.frontend.onnx_ops import CONVERTERS
 
-_NOT_FOLDED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike"}
+_NOT_FOLDED = {
+    "RandomNormal",
+    "RandomUniform",
+    "RandomNormalLike",
+    "RandomUniformLike",
+    # Built as graph ops even on constants (graph-simplify folds them with graphfuse's own
+    # reference): onnx.reference's pooling reads asymmetric pads wrongly (MaxPool 2x2 with
+    # pads [1, 1, 0, 0] on 1x16 gives 2x15, not 1x16), and none of them computes a shape.
+    "MaxPool",
+    "AveragePool",
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    "Conv",
+}
 __all__ = ["from_onnx", "load_model", "parse_input_shapes"]
 
 

@@ -375,3 +375,19 @@ def test_max_pool_of_a_constant_with_a_window_ending_in_padding() -> None:
     ]
     built = model(nodes, {"x": x}, {"out": (F, [2, 4, 2, 1])}, {"c": _rand(2, 4, 3, 1, seed=1)})
     check_against_onnxruntime(built, {"x": x}, compile_it=True)
+
+
+def test_pooling_of_a_constant_with_asymmetric_pads() -> None:
+    """onnx.reference's MaxPool reads pads [1, 1, 0, 0] wrongly (1x16 becomes 2x15): a
+    pooling or convolution of constants is built as a graph op, never folded by it (found
+    by the fuzzer: MaxPool, Conv, MatMul refused for contraction sizes that differ)."""
+    x = _rand(2, 3, 1, 15)
+    nodes = [
+        node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], pads=[1, 1, 0, 0]),
+        node("AveragePool", ["c"], ["a"], kernel_shape=[2, 2], pads=[1, 0, 0, 1]),
+        node("Conv", ["p", "w"], ["v"], kernel_shape=[1, 2]),
+        node("Add", ["x", "v"], ["out"]),
+    ]
+    inits = {"c": _rand(2, 4, 1, 16, seed=1), "w": _rand(3, 4, 1, 2, seed=2)}
+    outputs = {"out": (F, [2, 3, 1, 15]), "a": (F, [2, 4, 1, 16])}
+    check_against_onnxruntime(model(nodes, {"x": x}, outputs, inits), {"x": x}, compile_it=True)
