@@ -53,23 +53,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _load(path: str, input_shapes: Sequence[str] | None = None) -> ModuleOp:
-    """A graph-dialect .mlir file, or an .onnx model imported (shapes bound by
-    --input-shape), checked as graphfuse input."""
-    from graphfuse.compiler import input_kind
-    from graphfuse.graph_inputs import check_graph_module
+    """`compiler.load` of a file named on the command line (shapes from --input-shape)."""
+    from graphfuse.compiler import load
+    from graphfuse.frontend.onnx_checks import parse_input_shapes
 
-    if input_kind(path) == "onnx":
-        from graphfuse.frontend.onnx_import import from_onnx, parse_input_shapes
-
-        module = from_onnx(path, parse_input_shapes(input_shapes or []))
-    elif input_shapes:
-        raise GraphfuseError(f"{path}: --input-shape applies to .onnx models only")
-    else:
-        from graphfuse.parsing import parse_file
-
-        module = parse_file(path)
-    check_graph_module(module)
-    return module
+    return load(path, parse_input_shapes(input_shapes or []))
 
 
 def cmd_import(args: argparse.Namespace) -> int:

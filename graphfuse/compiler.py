@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
@@ -96,19 +97,23 @@ class CompileOptions:
 TARGETS = ("cpu", "cuda")
 
 
-def load(module_or_path: ModuleOp | str | Path) -> ModuleOp:
-    """A verified graph module: parsed from a path (.mlir, or .onnx imported), or a copy
-    of the given module; anything else is refused in one line."""
+def load(
+    module_or_path: ModuleOp | str | Path,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> ModuleOp:
+    """A verified graph module, checked as graphfuse input: parsed from a path (.mlir, or
+    .onnx imported with `input_shapes` binding its dynamic dimensions), or a copy of the
+    given module; anything else is refused in one line."""
     if isinstance(module_or_path, ModuleOp):
         module = module_or_path.clone()
         verify(module)
     else:
-        module = _load_path(module_or_path)
+        module = _load_path(module_or_path, input_shapes or {})
     check_graph_module(module)
     return module
 
 
-def _load_path(path: object) -> ModuleOp:
+def _load_path(path: object, input_shapes: Mapping[str, Sequence[int]]) -> ModuleOp:
     if not isinstance(path, str | Path):
         raise GraphfuseError(
             f"expected an xDSL ModuleOp or the path of a .mlir or .onnx file, "
@@ -119,11 +124,12 @@ def _load_path(path: object) -> ModuleOp:
             "got MLIR text where a path is expected: parse it first with "
             "graphfuse.parsing.parse_text(text) and pass the module"
         )
-    kind = input_kind(path)
-    if kind == "onnx":
+    if input_kind(path) == "onnx":
         from graphfuse.frontend.onnx_import import from_onnx
 
-        return from_onnx(path)
+        return from_onnx(path, input_shapes)
+    if input_shapes:
+        raise GraphfuseError(f"{path}: --input-shape applies to .onnx models only")
     return parse_file(path)
 
 
