@@ -22,7 +22,7 @@ from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects import loop
-from graphfuse.graph_inputs import check_entry, check_graph_module
+from graphfuse.graph_inputs import check_graph_module
 from graphfuse.outputs import check_output_file
 from graphfuse.parsing import GraphfuseError, make_context, parse_file, verify
 from graphfuse.runtime.build import CpuTarget, build_shared_library, to_llvm_ir
@@ -272,15 +272,9 @@ def _loop_to_gpu(module: ModuleOp, options: CompileOptions) -> None:
 
 
 def _entry(module: ModuleOp, entry: str) -> func.FuncOp:
-    names: list[str] = []
-    for op in module.ops:
-        if isinstance(op, func.FuncOp):
-            if op.sym_name.data == entry:
-                return check_entry(op)
-            names.append("@" + op.sym_name.data)
-    raise GraphfuseError(
-        f"no function @{entry} in the module (it has {', '.join(names) or 'none'})"
-    )
+    from graphfuse.reference import find_function
+
+    return find_function(module, entry)
 
 
 @dataclass(frozen=True)
