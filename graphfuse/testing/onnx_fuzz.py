@@ -158,7 +158,7 @@ def fuzz(args: argparse.Namespace) -> Fuzzer:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("GRAPHFUSE_CACHE_DIR", str(out / "cache"))
-    threads = [int(t) for t in str(args.threads).split(",")]
+    threads = args.threads
     fuzzer = Fuzzer(out, Worker(threads[0]), args.max_nodes, threads)
     deadline = time.monotonic() + 60 * args.minutes
     seed, start = args.seed, time.monotonic()
@@ -177,7 +177,7 @@ def _write_report(fuzzer: Fuzzer, args: argparse.Namespace, seed: int, start: fl
     elapsed = time.monotonic() - start
     header = (
         f"graphfuse ONNX fuzzer: seeds {args.seed}..{seed - 1}, {elapsed / 60:.1f} min, "
-        f"max {args.max_nodes} nodes, threads {args.threads}"
+        f"max {args.max_nodes} nodes, threads {','.join(map(str, args.threads))}"
     )
     # Written aside and renamed: a run stopped mid-write keeps its last whole report.
     out = Path(fuzzer.out)
@@ -218,6 +218,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--verbose", action="store_true", help="one line per case")
     parser.add_argument("--reduce", metavar="ONNX", help="reduce a saved repro and stop")
     args = parser.parse_args(argv)
+    args.threads = [int(t) for t in str(args.threads).split(",")]
     if args.seed is None:
         args.seed = int(time.time()) % 1_000_000 * 1000
     return args
@@ -226,7 +227,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.reduce:
-        print(reduce_saved(args.reduce, int(str(args.threads).split(",")[0])))
+        print(reduce_saved(args.reduce, args.threads[0]))
         return 0
     fuzzer = fuzz(args)
     print((Path(fuzzer.out) / "report.txt").read_text(), end="")
