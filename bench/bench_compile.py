@@ -2,40 +2,34 @@
 
 Run: `.venv/bin/python bench/bench_compile.py [--only NAME ...] [--seconds S]`.
 
-For each workload (bench/workloads.py), in one process: graph ops; kernels and bytes moved
-(read + written by kernels, from graph-level kernel stats) unfused and fused; cold compile
-time of the fused build (empty build cache); run time fused, unfused (every op its own
-compiled kernel) and NumPy op by op (the reference semantics of each op called in order,
-no interpreter); and, for memory-bound workloads, the fused time as a multiple of the
-compulsory bytes (inputs + outputs) over this machine's copy bandwidth (NumPy copy of
-256 MB). Times are the best of repeated runs after one warm-up run; compiled functions
-write into preallocated result arrays (`out=`) and use the default threads (all cores).
-"""
+For each workload (graphfuse/testing/workloads.py), in one process: graph ops; kernels and bytes
+moved (read + written by kernels, from graph-level kernel stats) unfused and fused; cold compile
+time of the fused build (empty build cache); run time fused, unfused (every op its own compiled
+kernel) and NumPy op by op (the reference semantics of each op called in order, no interpreter);
+and, for memory-bound workloads, the fused time as a multiple of the compulsory bytes (inputs +
+outputs) over this machine's copy bandwidth (NumPy copy of 256 MB). Times are the best of
+repeated runs after one warm-up run; compiled functions write into preallocated result arrays
+(`out=`) and use the default threads (all cores)."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import workloads  # noqa: E402
-
-import graphfuse  # noqa: E402
-from graphfuse import reference  # noqa: E402
-from graphfuse.compiler import CompileOptions, Stage, lower_to  # noqa: E402
-from graphfuse.dialects import graph  # noqa: E402
-from graphfuse.parsing import parse_text  # noqa: E402
-from graphfuse.passes.dataflow import functions  # noqa: E402
-from graphfuse.passes.kernel_stats import Summary, kernel_stats  # noqa: E402
+import graphfuse
+from graphfuse.compiler import CompileOptions, Stage, lower_to
+from graphfuse.dialects import graph
+from graphfuse.dialects.graph import interpreter as reference
+from graphfuse.parsing import parse_text
+from graphfuse.passes.analysis.dataflow import functions
+from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
+from graphfuse.testing import workloads
 
 
 def best_time(run: Callable[[], Any], seconds: float, most: int = 20) -> float:

@@ -4,13 +4,13 @@
     .venv/bin/python bench/bench_cpu.py [--only NAME ...] [--models [NAME ...]]
                                         [--seconds S] [--threads N]
 
-Every workload of bench/workloads.py at its benchmark size, and with `--models` the real
-networks of tests/frontend/model_zoo.py at their published sizes, run by:
+Every workload of graphfuse/testing/workloads.py at its benchmark size, and with `--models` the real
+networks of graphfuse/testing/model_zoo.py at their published sizes, run by:
 - graphfuse: compiled with `threads=N`, results into preallocated arrays (a deployed
   runtime's memory plan; the others reuse their own arenas);
-- onnxruntime: the graph exported by bench/to_onnx.py (a model: its own ONNX file), all
+- onnxruntime: the graph exported by graphfuse/testing/to_onnx.py (a model: its own ONNX file), all
   graph optimisations (ORT_ENABLE_ALL), N intra-op threads;
-- XLA: the graph translated by bench/to_jax.py, `jax.jit` on the CPU, inputs already on
+- XLA: the graph translated by graphfuse/testing/to_jax.py, `jax.jit` on the CPU, inputs already on
   the device. XLA's CPU client uses every core; N defaults to the core count so all match.
 
 Times are the best over rounds that alternate between the three (a noisy machine's slow
@@ -29,23 +29,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
+import onnxruntime as ort
+from bench_compile import best_time
+
+import graphfuse
+from graphfuse.compiler import CompileOptions
+from graphfuse.parsing import parse_text
+from graphfuse.passes.analysis.dataflow import functions
+from graphfuse.testing import workloads
+from graphfuse.testing.to_jax import to_jax
+from graphfuse.testing.to_onnx import to_onnx
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-import jax  # noqa: E402
-import onnxruntime as ort  # noqa: E402
-import workloads  # noqa: E402
-from bench_compile import best_time  # noqa: E402
-from to_jax import to_jax  # noqa: E402
-from to_onnx import to_onnx  # noqa: E402
-
-import graphfuse  # noqa: E402
-from graphfuse.compiler import CompileOptions  # noqa: E402
-from graphfuse.parsing import parse_text  # noqa: E402
-from graphfuse.passes.dataflow import functions  # noqa: E402
 
 ROUNDS = 6
 MOST_PER_ROUND = 1000
@@ -131,7 +128,7 @@ def workload_rows(only: list[str] | None, threads: int, seconds: float) -> None:
 
 def model_rows(names: list[str], threads: int, seconds: float) -> None:
     from graphfuse.frontend.onnx_import import from_onnx
-    from tests.frontend.model_zoo import export
+    from graphfuse.testing.model_zoo import export
 
     with tempfile.TemporaryDirectory() as folder:
         for name in names:
@@ -144,7 +141,7 @@ def model_rows(names: list[str], threads: int, seconds: float) -> None:
 
 
 def main() -> int:
-    from tests.frontend.model_zoo import MODELS
+    from graphfuse.testing.model_zoo import MODELS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="*", help="substrings of workload names to run")

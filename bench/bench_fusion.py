@@ -4,8 +4,8 @@ Run: `.venv/bin/python bench/bench_fusion.py [--only NAME ...] [--models] [--ful
 [--seconds S]`, or `--ablation`: bytes moved by the default pipeline and with each
 refinement step off alone (graph level, no builds), the least marked `*`.
 
-For each workload of bench/workloads.py (and, with `--models`, each ONNX model of
-tests/frontend/model_zoo.py), in one process: kernels and bytes moved (kernel inputs +
+For each workload of graphfuse/testing/workloads.py (and, with `--models`, each ONNX model of
+graphfuse/testing/model_zoo.py), in one process: kernels and bytes moved (kernel inputs +
 outputs, from graph-level kernel stats) with the TVM rules alone (`refine=False`) and with
 the full pipeline (priority fusion with recomputation and reduction stitching,
 multi-output, merger, rollback, horizontal), the bytes the full pipeline saves, and the
@@ -17,7 +17,6 @@ leaves the lowered code unchanged, the one build is timed once and marked "same 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
@@ -25,19 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_compile import best_time, cold_compile
+
+from graphfuse.compiler import CompileOptions, Stage, lower_to
+from graphfuse.parsing import make_context, parse_text
+from graphfuse.passes.analysis.dataflow import functions
+from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
+from graphfuse.passes.fusion.graph_fuse import default_refinement, front_end, fuse_function
+from graphfuse.testing import workloads
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-import workloads  # noqa: E402
-from bench_compile import best_time, cold_compile  # noqa: E402
-
-from graphfuse.compiler import CompileOptions, Stage, lower_to  # noqa: E402
-from graphfuse.parsing import make_context, parse_text  # noqa: E402
-from graphfuse.passes.dataflow import functions  # noqa: E402
-from graphfuse.passes.graph_fuse import default_refinement, front_end, fuse_function  # noqa: E402
-from graphfuse.passes.kernel_stats import Summary, kernel_stats  # noqa: E402
 
 RULES = CompileOptions(refine=False)
 FULL = CompileOptions()
@@ -126,7 +122,7 @@ def run_workloads(only: list[str] | None, seconds: float) -> None:
 
 def run_models(only: list[str] | None, full: bool, seconds: float) -> None:
     from graphfuse.frontend.onnx_import import from_onnx
-    from tests.frontend.model_zoo import MODELS, export
+    from graphfuse.testing.model_zoo import MODELS, export
 
     with tempfile.TemporaryDirectory() as folder:
         for name in MODELS:

@@ -15,17 +15,14 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import onnxruntime
 from onnx import TensorProto, helper
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import graphfuse  # noqa: E402
-from graphfuse.compiler import CompileOptions  # noqa: E402
-from graphfuse.parsing import parse_text  # noqa: E402
+import graphfuse
+from graphfuse.compiler import CompileOptions
+from graphfuse.parsing import parse_text
 
 ROUNDS = 3
 

@@ -1,4 +1,4 @@
-"""GPU benchmark: every workload of bench/workloads.py built for the NVIDIA GPU the CUDA
+"""GPU benchmark: every workload of graphfuse/testing/workloads.py built for the NVIDIA GPU the CUDA
 driver finds, fused and unfused (every op its own kernel), timed side by side.
 
 For each workload: kernels (and launches) of both builds, device time of one run of each
@@ -21,20 +21,17 @@ import argparse
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import workloads  # noqa: E402
-
-import graphfuse  # noqa: E402
-from graphfuse import reference  # noqa: E402
-from graphfuse.compiler import CompileOptions, Stage, lower_to  # noqa: E402
-from graphfuse.parsing import parse_text  # noqa: E402
-from graphfuse.runtime.cuda_driver import CudaError, driver  # noqa: E402
-from graphfuse.runtime.cuda_function import CudaFunction, LaunchStep  # noqa: E402
-from graphfuse.runtime.nvptx import build_ptx  # noqa: E402
+import graphfuse
+from graphfuse.compiler import CompileOptions, Stage, lower_to
+from graphfuse.dialects.graph import interpreter as reference
+from graphfuse.parsing import parse_text
+from graphfuse.runtime.cuda_driver import CudaError, driver
+from graphfuse.runtime.cuda_function import CudaFunction, LaunchStep
+from graphfuse.runtime.nvptx import build_ptx
+from graphfuse.testing import workloads
 
 ROUNDS = 4
 COMPUTE_KERNELS = ("matmul", "conv")

@@ -15,8 +15,8 @@ import time
 from xdsl.context import Context
 
 from graphfuse.parsing import parse_text
-from graphfuse.passes.graph_fuse import GraphFusePass
-from graphfuse.random_graphs import random_graph
+from graphfuse.passes.fusion.graph_fuse import GraphFusePass
+from graphfuse.testing.random_graphs import random_graph
 
 PARTITION_ONLY = GraphFusePass(decompose=False, simplify=False, patterns=False, refine=False)
 REFINED = GraphFusePass(decompose=False, simplify=False, patterns=False)

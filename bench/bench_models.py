@@ -2,7 +2,7 @@
 
 Run: `.venv/bin/python bench/bench_models.py [--full] [--only NAME ...] [--seconds S]`.
 
-For each Hugging Face model of tests/frontend/model_zoo.py (random weights, built from a
+For each Hugging Face model of graphfuse/testing/model_zoo.py (random weights, built from a
 config, exported by torch.onnx), in one process: ONNX nodes, graph ops after import, kernels
 and bytes moved (kernel inputs + outputs) unfused and fused, import and cold compile time,
 and CPU run time of the compiled model against onnxruntime (CPUExecutionProvider) and
@@ -14,25 +14,21 @@ MobileNetV2); the default is the tiny CI configs.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_compile import best_time, cold_compile
+
+from graphfuse.compiler import CompileOptions, Stage, lower_to
+from graphfuse.frontend.onnx_import import from_onnx
+from graphfuse.passes.analysis.dataflow import functions
+from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
+from graphfuse.testing.model_zoo import MODELS, export, onnxruntime_run
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from bench_compile import best_time, cold_compile  # noqa: E402
-
-from graphfuse.compiler import CompileOptions, Stage, lower_to  # noqa: E402
-from graphfuse.frontend.onnx_import import from_onnx  # noqa: E402
-from graphfuse.passes.dataflow import functions  # noqa: E402
-from graphfuse.passes.kernel_stats import Summary, kernel_stats  # noqa: E402
-from tests.frontend.model_zoo import MODELS, export, onnxruntime_run  # noqa: E402
 
 
 def kernels(module: Any, fuse: bool) -> Summary:

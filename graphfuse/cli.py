@@ -24,10 +24,10 @@ from graphfuse import toolchain
 from graphfuse.dialects.graph import FusionKind, fusion_kind
 from graphfuse.outputs import check_output_file, check_output_folder, write_all
 from graphfuse.parsing import GraphfuseError, make_context, verify
-from graphfuse.passes.dataflow import functions
-from graphfuse.passes.graph_fuse import default_refinement, front_end, fuse_function
-from graphfuse.passes.graph_fusion_report import kernel_line, summary_line
-from graphfuse.passes.kernel_stats import Summary, kernel_stats
+from graphfuse.passes.analysis.dataflow import functions
+from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
+from graphfuse.passes.fusion.graph_fuse import default_refinement, front_end, fuse_function
+from graphfuse.passes.fusion.graph_report_fusion import kernel_line, summary_line
 
 if TYPE_CHECKING:
     from graphfuse.runtime.compiled import CompiledFunction
@@ -118,7 +118,7 @@ def _describe(array: np.ndarray) -> str:
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a function on random inputs, compiled for the CPU (or in the reference
     interpreter with --reference); --check compares the two and prints the max error."""
-    from graphfuse import reference
+    from graphfuse.dialects.graph import interpreter as reference
     from graphfuse.runtime.compiled import CompiledFunction
 
     module = _load(args.file, args.input_shape)
@@ -320,7 +320,7 @@ def _compile_nvptx(module: ModuleOp, args: argparse.Namespace) -> int:
 
 
 def _reference_results(module: ModuleOp) -> tuple[list[np.ndarray], tuple[np.ndarray, ...]]:
-    from graphfuse import reference
+    from graphfuse.dialects.graph import interpreter as reference
 
     inputs = reference.random_inputs(reference.find_function(module, "main"), seed=0)
     return inputs, reference.run(module, "main", *inputs)
@@ -334,7 +334,7 @@ def _compare_with_reference(
     Partitioning alone never changes a bit; opening compound ops into primitives and
     folding constants round differently, so they may differ within CHECK_TOLERANCE.
     """
-    from graphfuse import reference
+    from graphfuse.dialects.graph import interpreter as reference
 
     actual = reference.run(module, "main", *inputs)
     if all(np.array_equal(a, b, equal_nan=True) for a, b in zip(actual, expected, strict=True)):

@@ -170,9 +170,9 @@ def check_options(options: CompileOptions, target: str = "cpu") -> None:
 def fuse(module: ModuleOp, options: CompileOptions, cpu: bool = True) -> None:
     """Front end + graph-fuse in place (idempotent: fusing a fused module changes nothing).
     For the CPU build, grouped convolutions that tile are first split per group."""
-    from graphfuse.passes.dataflow import functions
-    from graphfuse.passes.graph_fuse import default_refinement, front_end, fuse_function
-    from graphfuse.passes.split_grouped_conv import SplitGroupedConvPass
+    from graphfuse.passes.analysis.dataflow import functions
+    from graphfuse.passes.fusion.graph_fuse import default_refinement, front_end, fuse_function
+    from graphfuse.passes.rewrites.graph_split_grouped_conv import SplitGroupedConvPass
 
     if cpu:
         SplitGroupedConvPass().apply(make_context(), module)
@@ -209,7 +209,7 @@ def lower_to(module: ModuleOp, stage: Stage, options: CompileOptions = CompileOp
 
 
 def _to_loop(module: ModuleOp, operand_copies: bool = True) -> None:
-    from graphfuse.lowering.convert_graph_to_loop import ConvertGraphToLoopPass
+    from graphfuse.lowering.graph_to_loop.convert_graph_to_loop import ConvertGraphToLoopPass
 
     ConvertGraphToLoopPass(operand_copies=operand_copies).apply(make_context(), module)
     verify(module)
@@ -221,14 +221,16 @@ def _to_upstream(module: ModuleOp, options: CompileOptions) -> str:
 
 
 def _to_upstream_module(module: ModuleOp, options: CompileOptions) -> None:
-    from graphfuse.lowering.approximate_math import ApproximateMathPass
-    from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
-    from graphfuse.lowering.interleave_loops import InterleaveLoopsPass
-    from graphfuse.lowering.invariant_reciprocals import InvariantReciprocalsPass
-    from graphfuse.lowering.matmul_tiling import TileMatmulPass
-    from graphfuse.lowering.predicate_short_loops import PredicateShortLoopsPass
-    from graphfuse.lowering.prefetch_rows import PrefetchRowsPass
-    from graphfuse.lowering.split_epilogues import SplitEpiloguesPass
+    from graphfuse.lowering.cpu.gemm.loop_split_epilogues import SplitEpiloguesPass
+    from graphfuse.lowering.cpu.gemm.loop_tile_matmul import TileMatmulPass
+    from graphfuse.lowering.cpu.tuning.math_approximate import ApproximateMathPass
+    from graphfuse.lowering.cpu.tuning.scf_hoist_reciprocals import InvariantReciprocalsPass
+    from graphfuse.lowering.cpu.tuning.scf_interleave_loops import InterleaveLoopsPass
+    from graphfuse.lowering.cpu.tuning.scf_predicate_short_loops import PredicateShortLoopsPass
+    from graphfuse.lowering.cpu.tuning.scf_prefetch_rows import PrefetchRowsPass
+    from graphfuse.lowering.loop_to_upstream.convert_loop_to_upstream import (
+        ConvertLoopToUpstreamPass,
+    )
 
     ctx = make_context()
     parallel = options.threads > 1
@@ -256,15 +258,17 @@ def to_gpu(module: ModuleOp, options: CompileOptions, entry: str | None = None) 
 
 
 def _check_gpu_options(options: CompileOptions) -> None:
-    from graphfuse.lowering.convert_loop_to_gpu import check_block_size
+    from graphfuse.lowering.gpu.convert_loop_to_gpu import check_block_size
 
     options.nvptx.check()
     check_block_size(options.block_size)
 
 
 def _loop_to_gpu(module: ModuleOp, options: CompileOptions) -> None:
-    from graphfuse.lowering.convert_loop_to_gpu import ConvertLoopToGpuPass
-    from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
+    from graphfuse.lowering.gpu.convert_loop_to_gpu import ConvertLoopToGpuPass
+    from graphfuse.lowering.loop_to_upstream.convert_loop_to_upstream import (
+        ConvertLoopToUpstreamPass,
+    )
 
     ctx = make_context()
     ConvertLoopToGpuPass(block_size=options.block_size).apply(ctx, module)
@@ -272,7 +276,7 @@ def _loop_to_gpu(module: ModuleOp, options: CompileOptions) -> None:
 
 
 def _entry(module: ModuleOp, entry: str) -> func.FuncOp:
-    from graphfuse.reference import find_function
+    from graphfuse.dialects.graph.interpreter import find_function
 
     return find_function(module, entry)
 
@@ -341,7 +345,7 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     signature = caller_signature(module, entry)
     function = _entry(module, entry)
     kernels = sum(1 for op in function.walk() if isinstance(op, loop.CallOp))
-    from graphfuse.lowering.detached_constants import detach_large_constants
+    from graphfuse.lowering.graph_to_loop.detached_constants import detach_large_constants
 
     _to_upstream_module(module, options)
     # A library written to `output` must stand alone, so it keeps its constants; one used

@@ -18,43 +18,43 @@ def _get_graph_dialect() -> Dialect:
 
 
 def _get_graph_fuse() -> type[ModulePass]:
-    from graphfuse.passes.graph_fuse import GraphFusePass
+    from graphfuse.passes.fusion.graph_fuse import GraphFusePass
 
     return GraphFusePass
 
 
-def _get_graph_fusion_report() -> type[ModulePass]:
-    from graphfuse.passes.graph_fusion_report import GraphFusionReportPass
+def _get_graph_report_fusion() -> type[ModulePass]:
+    from graphfuse.passes.fusion.graph_report_fusion import GraphFusionReportPass
 
     return GraphFusionReportPass
 
 
 def _get_graph_decompose() -> type[ModulePass]:
-    from graphfuse.passes.graph_decompose import GraphDecomposePass
+    from graphfuse.passes.rewrites.graph_decompose import GraphDecomposePass
 
     return GraphDecomposePass
 
 
 def _get_graph_fuse_patterns() -> type[ModulePass]:
-    from graphfuse.passes.graph_fuse_patterns import GraphFusePatternsPass
+    from graphfuse.passes.fusion.graph_fuse_patterns import GraphFusePatternsPass
 
     return GraphFusePatternsPass
 
 
 def _get_graph_split_grouped_conv() -> type[ModulePass]:
-    from graphfuse.passes.split_grouped_conv import SplitGroupedConvPass
+    from graphfuse.passes.rewrites.graph_split_grouped_conv import SplitGroupedConvPass
 
     return SplitGroupedConvPass
 
 
-def _get_prefetch_rows() -> type[ModulePass]:
-    from graphfuse.lowering.prefetch_rows import PrefetchRowsPass
+def _get_scf_prefetch_rows() -> type[ModulePass]:
+    from graphfuse.lowering.cpu.tuning.scf_prefetch_rows import PrefetchRowsPass
 
     return PrefetchRowsPass
 
 
 def _get_graph_simplify() -> type[ModulePass]:
-    from graphfuse.passes.graph_simplify import GraphSimplifyPass
+    from graphfuse.passes.rewrites.graph_simplify import GraphSimplifyPass
 
     return GraphSimplifyPass
 
@@ -66,55 +66,57 @@ def _get_loop_dialect() -> Dialect:
 
 
 def _get_convert_graph_to_loop() -> type[ModulePass]:
-    from graphfuse.lowering.convert_graph_to_loop import ConvertGraphToLoopPass
+    from graphfuse.lowering.graph_to_loop.convert_graph_to_loop import ConvertGraphToLoopPass
 
     return ConvertGraphToLoopPass
 
 
 def _get_convert_loop_to_upstream() -> type[ModulePass]:
-    from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
+    from graphfuse.lowering.loop_to_upstream.convert_loop_to_upstream import (
+        ConvertLoopToUpstreamPass,
+    )
 
     return ConvertLoopToUpstreamPass
 
 
 def _get_convert_loop_to_gpu() -> type[ModulePass]:
-    from graphfuse.lowering.convert_loop_to_gpu import ConvertLoopToGpuPass
+    from graphfuse.lowering.gpu.convert_loop_to_gpu import ConvertLoopToGpuPass
 
     return ConvertLoopToGpuPass
 
 
-def _get_tile_matmul() -> type[ModulePass]:
-    from graphfuse.lowering.matmul_tiling import TileMatmulPass
+def _get_loop_tile_matmul() -> type[ModulePass]:
+    from graphfuse.lowering.cpu.gemm.loop_tile_matmul import TileMatmulPass
 
     return TileMatmulPass
 
 
-def _get_split_epilogues() -> type[ModulePass]:
-    from graphfuse.lowering.split_epilogues import SplitEpiloguesPass
+def _get_loop_split_epilogues() -> type[ModulePass]:
+    from graphfuse.lowering.cpu.gemm.loop_split_epilogues import SplitEpiloguesPass
 
     return SplitEpiloguesPass
 
 
-def _get_invariant_reciprocals() -> type[ModulePass]:
-    from graphfuse.lowering.invariant_reciprocals import InvariantReciprocalsPass
+def _get_scf_hoist_reciprocals() -> type[ModulePass]:
+    from graphfuse.lowering.cpu.tuning.scf_hoist_reciprocals import InvariantReciprocalsPass
 
     return InvariantReciprocalsPass
 
 
-def _get_approximate_math() -> type[ModulePass]:
-    from graphfuse.lowering.approximate_math import ApproximateMathPass
+def _get_math_approximate() -> type[ModulePass]:
+    from graphfuse.lowering.cpu.tuning.math_approximate import ApproximateMathPass
 
     return ApproximateMathPass
 
 
-def _get_interleave_loops() -> type[ModulePass]:
-    from graphfuse.lowering.interleave_loops import InterleaveLoopsPass
+def _get_scf_interleave_loops() -> type[ModulePass]:
+    from graphfuse.lowering.cpu.tuning.scf_interleave_loops import InterleaveLoopsPass
 
     return InterleaveLoopsPass
 
 
-def _get_predicate_short_loops() -> type[ModulePass]:
-    from graphfuse.lowering.predicate_short_loops import PredicateShortLoopsPass
+def _get_scf_predicate_short_loops() -> type[ModulePass]:
+    from graphfuse.lowering.cpu.tuning.scf_predicate_short_loops import PredicateShortLoopsPass
 
     return PredicateShortLoopsPass
 
@@ -124,22 +126,50 @@ ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {
     "loop": _get_loop_dialect,
 }
 ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
-    "graph-fuse": _get_graph_fuse,
-    "graph-fusion-report": _get_graph_fusion_report,
+    # graph -> graph: front-end rewrites and fusion
     "graph-decompose": _get_graph_decompose,
     "graph-simplify": _get_graph_simplify,
-    "graph-fuse-patterns": _get_graph_fuse_patterns,
     "graph-split-grouped-conv": _get_graph_split_grouped_conv,
+    "graph-fuse-patterns": _get_graph_fuse_patterns,
+    "graph-fuse": _get_graph_fuse,
+    "graph-report-fusion": _get_graph_report_fusion,
+    # conversions
     "convert-graph-to-loop": _get_convert_graph_to_loop,
     "convert-loop-to-upstream": _get_convert_loop_to_upstream,
     "convert-loop-to-gpu": _get_convert_loop_to_gpu,
-    "graphfuse-approximate-math": _get_approximate_math,
-    "graphfuse-interleave-loops": _get_interleave_loops,
-    "graphfuse-predicate-short-loops": _get_predicate_short_loops,
-    "graphfuse-invariant-reciprocals": _get_invariant_reciprocals,
-    "graphfuse-prefetch-rows": _get_prefetch_rows,
-    "loop-split-epilogues": _get_split_epilogues,
-    "loop-tile-matmul": _get_tile_matmul,
+    # CPU target: loop-level GEMM tiling, then tuning of the upstream loops
+    "loop-tile-matmul": _get_loop_tile_matmul,
+    "loop-split-epilogues": _get_loop_split_epilogues,
+    "scf-prefetch-rows": _get_scf_prefetch_rows,
+    "scf-hoist-reciprocals": _get_scf_hoist_reciprocals,
+    "math-approximate": _get_math_approximate,
+    "scf-interleave-loops": _get_scf_interleave_loops,
+    "scf-predicate-short-loops": _get_scf_predicate_short_loops,
 }
+"""Pass names follow one rule: `convert-x-to-y` for conversions, `<dialect>-<verb>` for
+transforms (the dialect the pass rewrites)."""
+
+RENAMED_PASSES: dict[str, str] = {
+    "graph-fusion-report": "graph-report-fusion",
+    "graphfuse-approximate-math": "math-approximate",
+    "graphfuse-prefetch-rows": "scf-prefetch-rows",
+    "graphfuse-invariant-reciprocals": "scf-hoist-reciprocals",
+    "graphfuse-interleave-loops": "scf-interleave-loops",
+    "graphfuse-predicate-short-loops": "scf-predicate-short-loops",
+}
+"""Names used before the one naming rule, still accepted so existing pipelines keep working."""
+
+
+def _renamed(old: str, get: Callable[[], type[ModulePass]]) -> Callable[[], type[ModulePass]]:
+    """A getter for the pass under its old name (xDSL checks a spec's name against the class's)."""
+
+    def get_old() -> type[ModulePass]:
+        current = get()
+        return type(current.__name__, (current,), {"name": old, "__doc__": current.__doc__})
+
+    return get_old
+
+
+ALL_PASSES.update({old: _renamed(old, ALL_PASSES[new]) for old, new in RENAMED_PASSES.items()})
 
 GRAPHFUSE_UNIVERSE = Universe(all_dialects=ALL_DIALECTS, all_passes=ALL_PASSES)

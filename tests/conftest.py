@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
-from graphfuse import reference
+from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.parsing import parse_text
 
 

@@ -5,24 +5,22 @@ A ratio against a baseline that computes something else would mean nothing."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from graphfuse import reference
+from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.frontend.onnx_import import from_onnx
 from graphfuse.parsing import parse_text
-from graphfuse.passes.dataflow import functions
-from tests.frontend.model_zoo import MODELS, export, onnxruntime_run
+from graphfuse.passes.analysis.dataflow import functions
+from graphfuse.testing import workloads
+from graphfuse.testing.model_zoo import MODELS, export, onnxruntime_run
+from graphfuse.testing.to_jax import to_jax
+from graphfuse.testing.to_onnx import to_onnx
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
-import workloads  # noqa: E402
-from to_jax import to_jax  # noqa: E402
-from to_onnx import to_onnx  # noqa: E402
 
 SMALL: dict[str, dict[str, int]] = {
     "elementwise_chain": {"n": 8, "m": 16},

@@ -26,12 +26,12 @@ from onnx import TensorProto, helper
 from xdsl.dialects.builtin import ModuleOp
 
 import graphfuse
-from graphfuse import reference
 from graphfuse.cli import main as cli_main
 from graphfuse.compiler import CompileOptions, fuse
+from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.frontend.onnx_import import from_onnx
 from graphfuse.parsing import parse_file, parse_text
-from tests.lowering.compare import assert_matches
+from graphfuse.testing.compare import assert_matches
 
 CI_OPS = 2000
 CI_BRANCHES = 500

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from graphfuse import reference
+from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.parsing import parse_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -24,9 +24,7 @@ def _gelu(x):
     return 0.5 * x * (1 + np.vectorize(erf)(x / sqrt(2)))
 
 
-def _transformer(
-    x, ln1_g, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo, ln2_g, ln2_b, w1, b1, w2, b2
-):
+def _transformer(x, ln1_g, ln1_b, wq, bq, wk, bk, wv, bv, wo, bo, ln2_g, ln2_b, w1, b1, w2, b2):
     h = _layer_norm(x, ln1_g, ln1_b)
     heads = lambda t: t.reshape(1, 128, 4, 64).transpose(0, 2, 1, 3)  # noqa: E731
     q, k, v = heads(h @ wq + bq), heads(h @ wk + bk), heads(h @ wv + bv)

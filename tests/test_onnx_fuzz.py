@@ -14,11 +14,11 @@ import pytest
 from onnx import TensorProto, helper
 
 from graphfuse.frontend.onnx_ops import CONVERTERS
-from graphfuse.testing.onnx_fuzz import main
-from graphfuse.testing.onnx_graphs import Case, generate, is_valid, onnxruntime_outputs
-from graphfuse.testing.onnx_oracle import BUGS, Verdict, blank, evaluate
-from graphfuse.testing.onnx_recipes import UNSUPPORTED
-from graphfuse.testing.onnx_reduce import Reducer
+from graphfuse.testing.fuzz.onnx_fuzz import main
+from graphfuse.testing.fuzz.onnx_graphs import Case, generate, is_valid, onnxruntime_outputs
+from graphfuse.testing.fuzz.onnx_oracle import BUGS, Verdict, blank, evaluate
+from graphfuse.testing.fuzz.onnx_recipes import UNSUPPORTED
+from graphfuse.testing.fuzz.onnx_reduce import Reducer
 
 BATCH_SEEDS = range(24)
 """Seeds of the fixed batch (5 to 20 nodes each). All passed when chosen; if one starts

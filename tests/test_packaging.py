@@ -100,7 +100,7 @@ def wheel(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def module_files(source: Path) -> set[str]:
-    """Every .py file of the tree's packages, named as in the wheel (dialects/graph.py is
+    """Every .py file of the tree's packages, named as in the wheel (dialects/graph/ops.py is
     graphfuse/dialects/graph.py), by pyproject's package-dir."""
     with open(source / "pyproject.toml", "rb") as pyproject:
         folders = tomllib.load(pyproject)["tool"]["setuptools"]["package-dir"]
@@ -183,4 +183,4 @@ def test_xdsl_opt_lists_graphfuse_passes():
     xdsl_opt = Path(sys.executable).parent / "xdsl-opt"
     run = subprocess.run([str(xdsl_opt), "--help"], capture_output=True, text=True)
     listed = "".join(run.stdout.split())  # argparse wraps the list of passes
-    assert "graph-fuse," in listed and "graph-fusion-report," in listed
+    assert "graph-fuse," in listed and "graph-report-fusion," in listed

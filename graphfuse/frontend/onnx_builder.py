@@ -30,9 +30,9 @@ from xdsl.irdl import IRDLOperation, VerificationContext
 from xdsl.utils.exceptions import VerifyException
 
 from graphfuse.dialects import graph
-from graphfuse.dialects import shape_rules as rules
+from graphfuse.dialects.graph import shape_rules as rules
+from graphfuse.dialects.graph.interpreter import numpy_dtype, numpy_to_dense
 from graphfuse.parsing import GraphfuseError
-from graphfuse.reference import numpy_dtype, numpy_to_dense
 
 Array = np.ndarray[Any, Any]
 Value = SSAValue | Array

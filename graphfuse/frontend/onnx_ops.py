@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import IntegerType, UnitAttr
 from xdsl.ir import Attribute, SSAValue
 
 from graphfuse.dialects import graph
-from graphfuse.dialects import shape_rules as rules
+from graphfuse.dialects.graph import shape_rules as rules
 from graphfuse.frontend.onnx_builder import (
     Builder,
     Value,

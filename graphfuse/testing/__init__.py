@@ -1,8 +1,8 @@
 """Testing tools shipped with graphfuse: a differential fuzzer of its ONNX path.
 
 `onnx_graphs`, with the recipes of `onnx_recipes`, `onnx_dtypes` and `onnx_anchors`,
-generates random valid ONNX models (independent of graphfuse/random_graphs.py);
+generates random valid ONNX models (independent of graphfuse/testing/random_graphs.py);
 `onnx_oracle` runs one through import, fusion and the CPU build and compares with
 onnxruntime; `onnx_reduce` shrinks a failing model by delta debugging; `onnx_fuzz` is the
-driver (`python -m graphfuse.testing.onnx_fuzz`, `make fuzz`).
+driver (`python -m graphfuse.testing.fuzz.onnx_fuzz`, `make fuzz`).
 """

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from xdsl.utils.exceptions import VerifyException
 
-from graphfuse.dialects import shape_rules as rules
+from graphfuse.dialects.graph import shape_rules as rules
 
 
 @pytest.mark.parametrize(

@@ -13,11 +13,11 @@ import onnx
 import pytest
 from onnx import defs, helper, numpy_helper
 
-from graphfuse import reference
+from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.frontend.onnx_builder import ImportFailure
 from graphfuse.frontend.onnx_import import from_onnx
 from graphfuse.frontend.onnx_ops import CONVERTERS
-from tests.frontend.onnx_models import onnxruntime_outputs
+from graphfuse.testing.onnx_models import onnxruntime_outputs
 
 OPSET = 20
 _DTYPES = {

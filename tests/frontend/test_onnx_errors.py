@@ -12,7 +12,7 @@ from onnx import TensorProto, helper
 from graphfuse.cli import main
 from graphfuse.frontend.onnx_builder import ImportFailure
 from graphfuse.frontend.onnx_import import from_onnx, parse_input_shapes
-from tests.frontend.onnx_models import model
+from graphfuse.testing.onnx_models import model
 
 F = TensorProto.FLOAT
 node = helper.make_node

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from tests.frontend.onnx_models import check_against_onnxruntime, model
+from graphfuse.testing.onnx_models import check_against_onnxruntime, model
 
 F = TensorProto.FLOAT
 I64 = TensorProto.INT64

@@ -13,7 +13,7 @@ import pytest
 import graphfuse
 from graphfuse.compiler import CompileOptions
 from graphfuse.frontend.onnx_import import from_onnx
-from tests.frontend.model_zoo import MODELS, export, onnxruntime_run
+from graphfuse.testing.model_zoo import MODELS, export, onnxruntime_run
 
 TOLERANCE = 1e-4
 

@@ -12,7 +12,7 @@ import pytest
 
 from graphfuse.compiler import CompileOptions
 from graphfuse.parsing import parse_text
-from tests.lowering.compare import compile_and_compare
+from graphfuse.testing.compare import compile_and_compare
 
 SCOPE_AT_FUNCTION_LEVEL = """
 func.func @main(%x: tensor<1x1x127xf32>, %m: tensor<3x127xi1>, %y: tensor<3x127xf32>)

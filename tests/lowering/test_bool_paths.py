@@ -12,7 +12,7 @@ import pytest
 
 from graphfuse.compiler import CompileOptions
 from graphfuse.parsing import parse_text
-from tests.lowering.compare import compile_and_compare
+from graphfuse.testing.compare import compile_and_compare
 
 _MATMUL = """
   %s = graph.matmul %q, %k : (tensor<2x64x32xf32>, tensor<2x32x64xf32>) -> tensor<2x64x64xf32>

@@ -8,7 +8,7 @@ import pytest
 from xdsl.dialects import func
 
 from graphfuse.parsing import parse_text
-from tests.lowering.compare import compile_and_compare
+from graphfuse.testing.compare import compile_and_compare
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE_FILES = sorted((ROOT / "lit_tests" / "passes").glob("*.mlir")) + sorted(

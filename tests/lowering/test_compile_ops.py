@@ -28,8 +28,8 @@ from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.parsing import GraphfuseError, parse_text
 from graphfuse.runtime import CompiledFunction
 from graphfuse.runtime.build import build_shared_library
+from graphfuse.testing.compare import compile_and_compare
 from tests.conftest import parse
-from tests.lowering.compare import compile_and_compare
 
 INT32_MIN = np.iinfo(np.int32).min
 INT64_MIN = np.iinfo(np.int64).min
@@ -1522,7 +1522,7 @@ and so these tests, would follow the machine running them."""
 
 @pytest.mark.parametrize(("cpu", "width"), VECTORISER_WIDTHS)
 def test_heavy_elementwise_loop_is_interleaved(cpu: str, width: int) -> None:
-    """graphfuse-interleave-loops reaches LLVM: sigmoid's vectorised loop reads four
+    """scf-interleave-loops reaches LLVM: sigmoid's vectorised loop reads four
     vectors per iteration (LLVM alone reads one for so large a body)."""
     text = """func.func @main(%x: tensor<64x1024xf32>) -> tensor<64x1024xf32> {
   %y = graph.sigmoid %x : tensor<64x1024xf32>
@@ -1550,7 +1550,7 @@ def _depthwise_relu(channels: int, size: int, batch: int) -> str:
 def test_short_rows_vectorise_with_masked_tails(
     channels: int, size: int, batch: int, threads: int
 ) -> None:
-    """graphfuse-predicate-short-loops reaches LLVM: a depthwise convolution's rows of 14
+    """scf-predicate-short-loops reaches LLVM: a depthwise convolution's rows of 14
     and 7 columns are vectorised with masked stores (LLVM alone kept them scalar), and the
     results are the reference's."""
     text = _depthwise_relu(channels, size, batch)

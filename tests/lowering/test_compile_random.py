@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
-from graphfuse.lowering.matmul_tiling import MR
-from graphfuse.random_graphs import random_graph
+from graphfuse.lowering.cpu.gemm.loop_tile_matmul import MR
+from graphfuse.testing.compare import compile_and_compare
+from graphfuse.testing.random_graphs import random_graph
 from tests.conftest import parse
-from tests.lowering.compare import compile_and_compare
 
 EXAMPLES = int(os.environ.get("GRAPHFUSE_COMPILE_EXAMPLES", "200"))
 CONFIGURATIONS = [(fuse, threads) for fuse in (False, True) for threads in (1, 2)]

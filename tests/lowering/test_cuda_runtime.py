@@ -21,16 +21,16 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
 
-from graphfuse import reference
 from graphfuse.compiler import CompileOptions, _entry, fuse, load, to_gpu
+from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.parsing import parse_text
 from graphfuse.runtime import memref_abi
 from graphfuse.runtime.build import CpuTarget, build_shared_library
 from graphfuse.runtime.compiled import ArgumentError
 from graphfuse.runtime.cuda_function import CudaFunction, HostPlan
 from graphfuse.runtime.nvptx import build_ptx
-from tests.lowering.compare import assert_matches
-from tests.lowering.gpu_on_cpu import emulate_on_cpu
+from graphfuse.testing.compare import assert_matches
+from graphfuse.testing.gpu_on_cpu import emulate_on_cpu
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphfuse import reference
 from graphfuse.compiler import CompileOptions, Stage, lower_to
+from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.parsing import parse_text
-from graphfuse.random_graphs import random_graph
+from graphfuse.testing.compare import assert_matches
+from graphfuse.testing.gpu_on_cpu import compile_gpu_on_cpu
+from graphfuse.testing.random_graphs import random_graph
 from tests.conftest import parse
-from tests.lowering.compare import assert_matches
-from tests.lowering.gpu_on_cpu import compile_gpu_on_cpu
 from tests.lowering.test_compile_cases import CASES
 
 EXAMPLES = int(os.environ.get("GRAPHFUSE_GPU_EXAMPLES", "60"))

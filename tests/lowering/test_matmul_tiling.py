@@ -12,7 +12,7 @@ import pytest
 from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.parsing import GraphfuseError, parse_text
 from graphfuse.runtime.build import CpuTarget, run_tool
-from tests.lowering.compare import compile_and_compare
+from graphfuse.testing.compare import compile_and_compare
 
 
 def _t(*shape: int) -> str:

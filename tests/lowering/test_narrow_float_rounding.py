@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import graphfuse
-from graphfuse import reference
 from graphfuse.compiler import CompileOptions
+from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.parsing import parse_text
 
 UNDERFLOW = """

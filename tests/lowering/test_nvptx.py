@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -18,17 +17,16 @@ from hypothesis import strategies as st
 import graphfuse
 from graphfuse.compiler import CompileOptions, Stage, fuse, lower_to
 from graphfuse.parsing import parse_text
-from graphfuse.random_graphs import random_graph
 from graphfuse.runtime.cuda_driver import CudaError, unavailable_reason
 from graphfuse.runtime.nvptx import CHIP_MIN_PTX, PTX_ISAS, NvptxTarget, NvptxTargetError
+from graphfuse.testing import workloads
+from graphfuse.testing.compare import compile_and_compare
+from graphfuse.testing.random_graphs import random_graph
 from graphfuse.toolchain import find_tool
 from tests.conftest import parse
-from tests.lowering.compare import compile_and_compare
 from tests.lowering.test_compile_cases import CASES
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-import workloads  # noqa: E402
 
 PTXAS = find_tool("ptxas")
 

@@ -1,4 +1,4 @@
-"""graphfuse-prefetch-rows: row kernels that read each row several times fetch the next
+"""scf-prefetch-rows: row kernels that read each row several times fetch the next
 row after the first pass; results stay the reference's."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.parsing import parse_text
-from tests.lowering.compare import compile_and_compare
+from graphfuse.testing.compare import compile_and_compare
 
 
 def _softmax(rows: int, width: int) -> str:
@@ -45,7 +45,9 @@ def test_softmax_prefetches_the_next_row_after_its_max_pass(threads: int) -> Non
     # Row + 1, kept inside the buffer (the last row fetches itself); one per 64 bytes.
     assert re.search(r"arith\.constant 512 : index", upstream)
     assert "arith.minui" in upstream
-    assert re.search(r"scf\.for %\d+ = %\d+ to %\d+ step %\d+ \{\n\s*\"memref\.prefetch\"", upstream)
+    assert re.search(
+        r"scf\.for %\d+ = %\d+ to %\d+ step %\d+ \{\n\s*\"memref\.prefetch\"", upstream
+    )
     assert "arith.constant 16 : index" in upstream
 
 

@@ -19,17 +19,17 @@ from xdsl.ir import Operation, SSAValue
 
 import graphfuse
 from graphfuse.dialects import graph, loop
-from graphfuse.lowering.convert_loop_to_upstream import ConvertLoopToUpstreamPass
-from graphfuse.lowering.kernel_lowering import (
+from graphfuse.lowering.cpu.gemm.loop_split_epilogues import SplitEpiloguesPass
+from graphfuse.lowering.graph_to_loop.kernel_lowering import (
     GlobalPool,
     kernel_signature,
     lower_kernel,
     materialized_ops,
 )
-from graphfuse.lowering.row_stitching import row_plan, stitched_rows
-from graphfuse.lowering.split_epilogues import SplitEpiloguesPass
+from graphfuse.lowering.graph_to_loop.row_stitching import row_plan, stitched_rows
+from graphfuse.lowering.loop_to_upstream.convert_loop_to_upstream import ConvertLoopToUpstreamPass
+from graphfuse.testing.compare import compile_and_compare
 from tests.conftest import parse
-from tests.lowering.compare import compile_and_compare
 
 Shape = tuple[int, ...]
 
@@ -351,7 +351,9 @@ def test_lower_kernel_stitched_is_one_row_loop() -> None:
     inner = [op for op in body if isinstance(op, loop.ParallelOp)]
     assert [op.shape for op in inner] == [(8,)]  # the output
     # The sum of exps stores the kept exp row as it goes: one loop, not a fill loop first.
-    (total,) = [op for op in body if isinstance(op, loop.ReduceOp) and op.kind.data == loop.ReduceKind.ADD]
+    (total,) = [
+        op for op in body if isinstance(op, loop.ReduceOp) and op.kind.data == loop.ReduceKind.ADD
+    ]
     (kept,) = [op for op in total.body.block.ops if isinstance(op, loop.StoreOp)]
     assert isinstance(kept.value.owner, math.ExpOp)
 

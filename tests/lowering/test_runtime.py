@@ -290,7 +290,7 @@ MATMUL_TANH = """func.func @main(%a: tensor<512x48x64xf32>) -> tensor<512x48xf32
 def test_split_epilogue_rows_are_private_to_each_thread(threads):
     """The epilogue's row buffer is per outer iteration: parallel rows never share it."""
     from graphfuse.compiler import CompileOptions, Stage, lower_to
-    from tests.lowering.compare import compile_and_compare
+    from graphfuse.testing.compare import compile_and_compare
 
     module = parse(MATMUL_TANH)
     assert "memref.alloca_scope" in lower_to(parse(MATMUL_TANH), Stage.UPSTREAM)

@@ -10,14 +10,14 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.pattern_rewriter import PatternRewriteWalker
 
-from graphfuse import reference
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import CompoundOp
+from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.parsing import verify
-from graphfuse.passes.graph_decompose import GraphDecomposePass
-from graphfuse.passes.graph_fuse import GraphFusePass
-from graphfuse.passes.graph_simplify import GraphSimplifyPass
-from graphfuse.passes.rewrite_spec import Decomposition, DecompositionPattern, Step
+from graphfuse.passes.fusion.graph_fuse import GraphFusePass
+from graphfuse.passes.rewrites.graph_decompose import GraphDecomposePass
+from graphfuse.passes.rewrites.graph_simplify import GraphSimplifyPass
+from graphfuse.passes.rewrites.rewrite_spec import Decomposition, DecompositionPattern, Step
 from tests.conftest import parse
 
 

@@ -7,14 +7,14 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.utils.exceptions import PassFailedException
 
-from graphfuse.passes.cost_model import CPU_HOST, H100, KernelCost, Target, op_flops
-from graphfuse.passes.dataflow import DataflowGraph
-from graphfuse.passes.fusion_legality import Limits, duplicable, violations
-from graphfuse.passes.fusion_refine import RefineOptions, Refiner
-from graphfuse.passes.graph_fuse import GraphFusePass, fuse_function
-from graphfuse.passes.kernel_plan import Change, Plan, kernel_cycle
-from graphfuse.passes.partition import Partitioner
-from graphfuse.random_graphs import random_graph
+from graphfuse.passes.analysis.cost_model import CPU_HOST, H100, KernelCost, Target, op_flops
+from graphfuse.passes.analysis.dataflow import DataflowGraph
+from graphfuse.passes.fusion.fusion_legality import Limits, duplicable, violations
+from graphfuse.passes.fusion.fusion_refine import RefineOptions, Refiner
+from graphfuse.passes.fusion.graph_fuse import GraphFusePass, fuse_function
+from graphfuse.passes.fusion.kernel_plan import Change, Plan, kernel_cycle
+from graphfuse.passes.fusion.partition import Partitioner
+from graphfuse.testing.random_graphs import random_graph
 from tests.conftest import parse
 
 M = "tensor<64x32xf32>"

@@ -2,7 +2,7 @@
 
 A second run must find nothing left to simplify, decompose or fuse, and must outline and
 order the kernels it keeps exactly as the first run left them. Random graphs
-(graphfuse.random_graphs) and a Gemm with beta = 0 imported from ONNX are run through the
+(graphfuse.testing.random_graphs) and a Gemm with beta = 0 imported from ONNX are run through the
 pass twice, printed both times, and compared as text.
 """
 
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from xdsl.context import Context
 
 from graphfuse.parsing import parse_text
-from graphfuse.passes.graph_fuse import GraphFusePass
-from graphfuse.random_graphs import random_graph
+from graphfuse.passes.fusion.graph_fuse import GraphFusePass
+from graphfuse.testing.random_graphs import random_graph
 
 EXAMPLES = int(os.environ.get("GRAPHFUSE_PROPERTY_EXAMPLES", "100"))
 

@@ -17,13 +17,13 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from graphfuse import reference
 from graphfuse.dialects import graph
+from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.parsing import verify
-from graphfuse.passes.fusion_legality import Limits
-from graphfuse.passes.fusion_refine import RefineOptions
-from graphfuse.passes.graph_fuse import GraphFusePass, fuse_function
-from graphfuse.random_graphs import random_graph
+from graphfuse.passes.fusion.fusion_legality import Limits
+from graphfuse.passes.fusion.fusion_refine import RefineOptions
+from graphfuse.passes.fusion.graph_fuse import GraphFusePass, fuse_function
+from graphfuse.testing.random_graphs import random_graph
 from tests.conftest import parse
 
 EXAMPLES = int(os.environ.get("GRAPHFUSE_PROPERTY_EXAMPLES", "500"))

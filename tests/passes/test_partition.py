@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 from xdsl.context import Context
 
-from graphfuse import reference
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind
-from graphfuse.passes.dataflow import DataflowGraph
-from graphfuse.passes.fusion_rules import RULES, Phase, rule_for
-from graphfuse.passes.graph_fuse import GraphFusePass
-from graphfuse.passes.graph_fuse_patterns import fuse_patterns
-from graphfuse.passes.partition import GroupSet, Partitioner
+from graphfuse.dialects.graph import interpreter as reference
+from graphfuse.passes.analysis.dataflow import DataflowGraph
+from graphfuse.passes.fusion.fusion_rules import RULES, Phase, rule_for
+from graphfuse.passes.fusion.graph_fuse import GraphFusePass
+from graphfuse.passes.fusion.graph_fuse_patterns import fuse_patterns
+from graphfuse.passes.fusion.partition import GroupSet, Partitioner
 from tests.conftest import parse
 
 T = "tensor<8xf32>"

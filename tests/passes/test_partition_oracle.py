@@ -25,12 +25,12 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
-from graphfuse import reference
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind, fusion_kind
+from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.parsing import verify
-from graphfuse.passes.graph_fuse import default_refinement, fuse_function
-from graphfuse.random_graphs import random_graph
+from graphfuse.passes.fusion.graph_fuse import default_refinement, fuse_function
+from graphfuse.testing.random_graphs import random_graph
 from tests.conftest import parse
 
 K = FusionKind

@@ -13,8 +13,8 @@ from xdsl.utils.exceptions import PassFailedException
 import graphfuse
 from graphfuse.compiler import CompileOptions
 from graphfuse.parsing import GraphfuseError, parse_text
-from graphfuse.passes.graph_fuse import GraphFusePass
-from graphfuse.passes.graph_simplify import GraphSimplifyPass
+from graphfuse.passes.fusion.graph_fuse import GraphFusePass
+from graphfuse.passes.rewrites.graph_simplify import GraphSimplifyPass
 
 _TEXT = """
 func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from graphfuse.dialects.graph import FusionKind
-from graphfuse.passes.dataflow import DataflowGraph
-from graphfuse.passes.post_dominators import PostDominatorTree, nodes_between
+from graphfuse.passes.analysis.dataflow import DataflowGraph
+from graphfuse.passes.analysis.post_dominators import PostDominatorTree, nodes_between
 from tests.conftest import parse
 
 T = "tensor<8xf32>"
@@ -43,11 +43,18 @@ def test_post_dominators_chain():
 
 def test_post_dominators_diamond():
     body = "\n".join(
-        [_unary("a", "exp", "x"), _unary("l", "neg", "a"), _unary("r", "tanh", "a"), _add("j", "l", "r")]
+        [
+            _unary("a", "exp", "x"),
+            _unary("l", "neg", "a"),
+            _unary("r", "tanh", "a"),
+            _add("j", "l", "r"),
+        ]
     )
     dag, tree, names = _analyse(body, "%j", T)
     assert _parents(tree, names) == {"a": "j", "l": "j", "r": "j", "j": None}
-    assert nodes_between(dag, names["a"], names["j"]) == sorted([names["l"], names["r"], names["j"]])
+    assert nodes_between(dag, names["a"], names["j"]) == sorted(
+        [names["l"], names["r"], names["j"]]
+    )
     assert tree.lca(names["l"], names["r"]) == names["j"]
     assert tree.kind[names["a"]] is FusionKind.ELEMWISE
 
@@ -89,7 +96,9 @@ def test_post_dominators_returned_value_has_no_post_dominator():
 
 
 def test_post_dominators_dead_value_flows_to_sink():
-    body = "\n".join([_unary("a", "exp", "x"), _unary("dead", "neg", "a"), _unary("b", "tanh", "a")])
+    body = "\n".join(
+        [_unary("a", "exp", "x"), _unary("dead", "neg", "a"), _unary("b", "tanh", "a")]
+    )
     _, tree, names = _analyse(body, "%b", T)
     # `a` feeds a dead value and `b`: the paths meet only at the virtual sink.
     assert _parents(tree, names) == {"a": None, "dead": None, "b": None}

@@ -9,8 +9,8 @@ import pytest
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.parsing import make_context, parse_text
-from graphfuse.passes.split_grouped_conv import SplitGroupedConvPass
-from tests.lowering.compare import compile_and_compare
+from graphfuse.passes.rewrites.graph_split_grouped_conv import SplitGroupedConvPass
+from graphfuse.testing.compare import compile_and_compare
 
 
 def _grouped(

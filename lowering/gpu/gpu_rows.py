@@ -1,0 +1,173 @@
+"""Row kernels on the GPU: one block per row, its threads sharing the row's loops.
+
+A stitched softmax or layer-norm kernel is one loop over rows whose body holds, per row, a
+few reductions and loops over the row with scalar code between them (row_stitching). A
+row reduction (`sum(x[i, :])`) is the same without the inner loops. With a thread per row,
+neighbouring threads would read elements a row apart and each row would take as long as
+its length, so here a block takes a row and its B threads share it:
+
+- an inner `loop.parallel`: thread t runs points t, t + B, t + 2B, ... (coalesced);
+- an inner `loop.reduce`: thread t combines the same points into a partial value, starting
+  from the combiner's identity; `gpu.all_reduce` combines the partials (MLIR lowers it to
+  warp shuffles and an exchange through shared memory between warps) and gives every
+  thread the row's value; the reduction's own `init` is combined in last;
+- the scalar code between them runs in every thread on the same values, so no thread waits
+  for another to broadcast it;
+- a `gpu.barrier` follows an inner loop when more come: a later loop may read what it
+  wrote at points another thread handled.
+
+A nest is mapped this way (`use_rows`) when its body holds an inner `loop.parallel`, or
+when its reductions are at least a warp long and read their rows contiguously (the last
+index of every load that moves with the reduction is the reduction's innermost index), or
+when there are few points and long reductions (a thread per point would leave the GPU
+idle). A matmul reads its right operand down a column, so it stays a thread per output
+point, where neighbouring threads read neighbouring elements. Reductions whose type warp
+shuffles cannot carry (i1, i8, i16) never use rows.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.dialects import arith, gpu, scf
+from xdsl.dialects.builtin import (
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import Rewriter
+from xdsl.utils.hints import isa
+
+from graphfuse.dialects import loop
+from graphfuse.dialects.loop.emitter import is_float
+from graphfuse.lowering.loop_to_upstream.convert_loop_to_upstream import combine
+from graphfuse.lowering.loop_to_upstream.loop_indexing import (
+    WARP,
+    block_and_thread,
+    delinearize,
+    index,
+    inline_body,
+)
+
+FEW_POINTS = 1024
+"""Nests with fewer points than this and a reduction of LONG_REDUCTION or more use rows
+even when the reduction does not read contiguously."""
+LONG_REDUCTION = 4096
+
+InnerLoop = loop.ParallelOp | loop.ReduceOp
+
+
+def _inner_loops(nest: loop.ParallelOp) -> list[InnerLoop]:
+    return [op for op in nest.body.block.ops if isinstance(op, InnerLoop)]
+
+
+def _shuffles(typ: Attribute) -> bool:
+    """Whether warp shuffles carry values of `typ`."""
+    if isinstance(typ, Float32Type | Float64Type):
+        return True
+    return isinstance(typ, IntegerType) and typ.bitwidth in (32, 64)
+
+
+def _reads_rows(reduce: loop.ReduceOp) -> bool:
+    """Whether every load that moves with `reduce`'s indices has its innermost index as
+    the load's last index (consecutive threads then read consecutive elements)."""
+    args = reduce.body.block.args
+    moving: set[SSAValue] = set(args)
+    for op in reduce.body.walk():
+        if not any(operand in moving for operand in op.operands):
+            continue
+        moving.update(op.results)
+        if isinstance(op, loop.LoadOp) and op.indices[-1] is not args[-1]:
+            return False
+    return True
+
+
+def use_rows(nest: loop.ParallelOp) -> bool:
+    """Whether `nest` runs a block per point (row) rather than a thread per point."""
+    inner = _inner_loops(nest)
+    reduces = [op for op in inner if isinstance(op, loop.ReduceOp)]
+    if not inner or not all(_shuffles(r.result.type) for r in reduces):
+        return False
+    if len(reduces) < len(inner):
+        return True
+    longest = max(math.prod(op.shape) for op in inner)
+    if math.prod(nest.shape) < FEW_POINTS and longest >= LONG_REDUCTION:
+        return True
+    return longest >= WARP and all(_reads_rows(r) for r in reduces)
+
+
+def _identity(kind: loop.ReduceKind, typ: Attribute) -> arith.ConstantOp:
+    """The value `kind` combines with to change nothing."""
+    if is_float(typ):
+        assert isinstance(typ, Float32Type | Float64Type)
+        values = {"add": 0.0, "mul": 1.0, "max": -math.inf, "min": math.inf}
+        return arith.ConstantOp(FloatAttr(values[kind.value], typ))
+    assert isa(typ, IntegerType)
+    top = (1 << (typ.bitwidth - 1)) - 1
+    values_i = {"add": 0, "mul": 1, "max": -top - 1, "min": top}
+    return arith.ConstantOp(IntegerAttr(values_i[kind.value], typ))
+
+
+def _strided_loop(
+    op: InnerLoop, thread: SSAValue, threads: int, carried: list[SSAValue]
+) -> tuple[list[Operation], scf.ForOp, loop.YieldOp]:
+    """An scf.for from `thread` to the points of `op` by `threads`, holding `op`'s body
+    (its multi-index recomputed from the loop's counter); returns the ops to insert, the
+    loop and the body's former `loop.yield` (detached, for the caller to end the body)."""
+    upper, step = index(math.prod(op.shape)), index(threads)
+    body = Block(arg_types=[IndexType(), *(value.type for value in carried)])
+    positions: list[Operation] = []
+    point = delinearize(body.args[0], op.shape, positions)
+    body.add_ops(positions)
+    terminator = inline_body(op.body.block, point, body)
+    for_op = scf.ForOp(thread, upper, step, carried, body)
+    return [upper, step, for_op], for_op, terminator
+
+
+def _share_loop(op: loop.ParallelOp, thread: SSAValue, threads: int, barrier: bool) -> None:
+    ops, for_op, terminator = _strided_loop(op, thread, threads, [])
+    terminator.erase()
+    for_op.body.block.add_op(scf.YieldOp())
+    if barrier:
+        ops.append(gpu.BarrierOp())
+    Rewriter.replace_op(op, ops, new_results=[])
+
+
+def _share_reduce(op: loop.ReduceOp, thread: SSAValue, threads: int) -> None:
+    kind, typ = op.kind.data, op.result.type
+    identity = _identity(kind, typ)
+    ops, for_op, terminator = _strided_loop(op, thread, threads, [identity.result])
+    body = for_op.body.block
+    partial = combine(kind, body.args[1], terminator.values[0])
+    terminator.erase()
+    body.add_ops([partial, scf.YieldOp(partial.results[0])])
+    exchange = Block(arg_types=[typ, typ])
+    both = combine(kind, exchange.args[0], exchange.args[1])
+    exchange.add_ops([both, gpu.YieldOp([both.results[0]])])
+    total = gpu.AllReduceOp.from_body(Region(exchange), for_op.results[0], UnitAttr())
+    final = combine(kind, op.init, total.result)
+    Rewriter.replace_op(op, [identity, *ops, total, final], [final.results[0]])
+
+
+def build_rows(nest: loop.ParallelOp, block_size: int, target: Block) -> tuple[int, int]:
+    """Appends `nest` to `target` as a block per point; returns (grid, block)."""
+    inner = _inner_loops(nest)
+    longest = max(math.prod(op.shape) for op in inner)
+    threads = min(block_size, -(-longest // WARP) * WARP)
+    block_id, thread_id = block_and_thread()
+    target.add_ops([block_id, thread_id])
+    positions: list[Operation] = []
+    row = delinearize(block_id.result, nest.shape, positions)
+    target.add_ops(positions)
+    inline_body(nest.body.block, row, target).erase()
+    for position, op in enumerate(inner):
+        if isinstance(op, loop.ParallelOp):
+            _share_loop(op, thread_id.result, threads, position + 1 < len(inner))
+        else:
+            _share_reduce(op, thread_id.result, threads)
+    return math.prod(nest.shape), threads

@@ -1,0 +1,177 @@
+"""Operand copies in a layout that makes a kernel's reduction contiguous.
+
+Computing `C[m, n] = sum_k A[m, k] B[k, n]` per output point walks B down a column, and a
+direct NCHW convolution summing over (c, kh, kw) walks the input H*W elements apart per
+channel and tests padding at every tap: neither vectorises. A kernel therefore first copies
+such operands once, in a layout whose innermost dimension is the reduced one:
+
+- matmul right-hand side `[..., K, N]` -> `[..., N, K]` (transposed), for matmuls that
+  loop-tile-matmul does not tile (not f32, or tiny): it packs B into panels itself;
+- conv2d input `[N, C, H, W]` -> `[N, H + pad, W + pad, C]` (NHWC with the zero padding
+  written out, so the sum needs no bounds test), except for convolutions loop-tile-matmul
+  computes that are 1x1, stride 1, unpadded (NCHW packs as well, along rows of x);
+- conv2d weight `[O, C/g, KH, KW]` -> `[O, KH, KW, C/g]`, for convolutions loop-tile-matmul
+  does not compute (grouped, tiny, not f32). It packs the weights of the others
+  from their own layout, once per compiled function when they are constants; from a copy
+  made per call it would repack them on every call.
+- a depthwise conv2d's input `[N, C, H, W]` -> `[N, C, H + pad, W + pad]` (the padding
+  written out, rows copied as they are): its sum is over the taps alone, so it vectorises
+  along the output's columns, which read the input's rows (every other element at stride
+  2, which LLVM loads as an interleaved group). Channels innermost would make those reads
+  C apart; the NHWC copy itself, a transposition, cost as much as the convolution.
+
+Each copy costs one pass over the operand, small next to the K- or C*KH*KW-fold reuse.
+Only operands that are kernel inputs or constants are copied: nothing else in the kernel
+must run first. A kernel marked `graphfuse.direct_operands` (GPU builds) makes no copies.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import Float32Type, MemRefType
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+
+from graphfuse.dialects import graph
+from graphfuse.dialects.graph import tensor_type_of
+from graphfuse.dialects.loop.emitter import Index
+from graphfuse.lowering.cpu.gemm.contractions import worth_tiling
+
+
+@dataclass(frozen=True)
+class OperandCopy:
+    """One operand copied into `layout`; `padding` is (top, left, bottom, right)."""
+
+    value: SSAValue
+    layout: str
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+    @property
+    def source_shape(self) -> tuple[int, ...]:
+        return tuple(tensor_type_of(self.value).get_shape())
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        s = self.source_shape
+        if self.layout == "transposed":
+            return (*s[:-2], s[-1], s[-2])
+        if self.layout == "nhwc_padded":
+            top, left, bottom, right = self.padding
+            return (s[0], s[2] + top + bottom, s[3] + left + right, s[1])
+        if self.layout == "nchw_padded":
+            top, left, bottom, right = self.padding
+            return (s[0], s[1], s[2] + top + bottom, s[3] + left + right)
+        assert self.layout == "ohwi"
+        return (s[0], s[2], s[3], s[1])
+
+    def buffer_type(self) -> MemRefType[Attribute]:
+        return MemRefType(tensor_type_of(self.value).get_element_type(), self.shape)
+
+    def source_index(self, index: Sequence[Index]) -> tuple[Index, ...]:
+        """Where copy element `index` comes from (for the padded layouts, before removing
+        the padding offset: the caller subtracts it and guards)."""
+        if self.layout == "transposed":
+            return (*index[:-2], index[-1], index[-2])
+        if self.layout == "nchw_padded":
+            return tuple(index)
+        n, h, w, c = index
+        if self.layout == "nhwc_padded":
+            return (n, c, h, w)
+        return (n, c, h, w)  # ohwi: (o, kh, kw, i) -> (o, i, kh, kw)
+
+
+def _is_input(value: SSAValue) -> bool:
+    return isinstance(value, BlockArgument) or isinstance(value.owner, graph.ConstantOp)
+
+
+def _tiled(op: graph.MatmulOp) -> bool:
+    """Whether loop-tile-matmul will compute this matmul (it packs B its own way)."""
+    result = tensor_type_of(op.result)
+    k = tensor_type_of(op.lhs).get_shape()[-1]
+    return isinstance(result.get_element_type(), Float32Type) and worth_tiling(
+        math.prod(result.get_shape()), k
+    )
+
+
+def _tiled_conv(op: graph.Conv2dOp) -> bool:
+    """Whether loop-tile-matmul will compute this convolution as a GEMM (it packs the
+    weights its own way, and only once when they are constants)."""
+    result = tensor_type_of(op.result)
+    _, group_channels, kh, kw = tensor_type_of(op.weight).get_shape()
+    return (
+        isinstance(result.get_element_type(), Float32Type)
+        and op.groups.value.data == 1
+        and worth_tiling(math.prod(result.get_shape()), group_channels * kh * kw)
+    )
+
+
+def _pointwise(op: graph.Conv2dOp) -> bool:
+    """A 1x1 convolution with stride 1 and no padding: NCHW is already a GEMM operand
+    whose columns (y, x) are contiguous."""
+    kh, kw = tensor_type_of(op.weight).get_shape()[2:]
+    return (
+        (kh, kw) == (1, 1)
+        and set(op.strides.get_values()) == {1}
+        and not any(op.padding.get_values())
+    )
+
+
+def _depthwise(op: graph.Conv2dOp) -> bool:
+    return op.groups.value.data > 1 and tensor_type_of(op.weight).get_shape()[1] == 1
+
+
+def _conv_copies(op: graph.Conv2dOp) -> list[OperandCopy]:
+    top, left, bottom, right = op.padding.get_values()
+    padded = OperandCopy(op.input, "nhwc_padded", (top, left, bottom, right))
+    if _depthwise(op):
+        # Unpadded, it reads its input as it is, unchecked (kernel_lowering._conv2d).
+        rows = OperandCopy(op.input, "nchw_padded", (top, left, bottom, right))
+        return [rows] if _is_input(op.input) and any(op.padding.get_values()) else []
+    if not _tiled_conv(op):
+        if _is_input(op.input) and _is_input(op.weight):
+            return [padded, OperandCopy(op.weight, "ohwi")]
+        return []
+    return [] if _pointwise(op) or not _is_input(op.input) else [padded]
+
+
+def _copies_of(op: Operation) -> list[OperandCopy]:
+    if isinstance(op, graph.MatmulOp):
+        k, n = tuple(tensor_type_of(op.rhs).get_shape())[-2:]
+        if _is_input(op.rhs) and k > 1 and n > 1 and not _tiled(op):
+            return [OperandCopy(op.rhs, "transposed")]
+        return []
+    if isinstance(op, graph.Conv2dOp):
+        return _conv_copies(op)
+    return []
+
+
+DIRECT_OPERANDS = "graphfuse.direct_operands"
+"""Marks a `graph.fused` whose kernel reads its operands in their own layout."""
+
+
+def operand_copies(fused: graph.FusedOp) -> list[OperandCopy]:
+    """The copies a kernel makes before its loops, once per (operand, layout)."""
+    copies: list[OperandCopy] = []
+    if DIRECT_OPERANDS in fused.attributes:
+        return copies
+    for op in fused.body.block.ops:
+        for copy in _copies_of(op):
+            # An empty operand has nothing to reorder (and a loop over 0 is no loop).
+            if copy not in copies and 0 not in copy.shape:
+                copies.append(copy)
+    return copies
+
+
+def copy_for(
+    copies: Sequence[OperandCopy],
+    value: SSAValue,
+    layout: str,
+    padding: tuple[int, ...] = (0, 0, 0, 0),
+) -> int | None:
+    """The position of the copy of `value` in `layout` (and padding), if the kernel made one."""
+    for position, copy in enumerate(copies):
+        if copy.value is value and copy.layout == layout and copy.padding == tuple(padding):
+            return position
+    return None

@@ -1,0 +1,226 @@
+"""convert-loop-to-upstream: loop kernels to `func`, `scf`, `memref`, `arith` and `math`.
+
+    loop.kernel @k {^bb0(%a: memref<4xf32>): ...}   ->  func.func @k(%a: memref<4xf32>)
+    loop.parallel [4, 8] {...}                        ->  scf.for over 4 { scf.for over 8 {...} }
+    %r = loop.reduce add [8] init(%z : f32) {...}     ->  scf.for with an accumulator iter_arg
+    loop.load / loop.store / loop.call                ->  memref.load / memref.store / func.call
+
+Float sums carry the `reassoc` fast-math flag: `loop.reduce` leaves the order of combination
+open, and LLVM vectorises a reduction only when it may reassociate. Functions that take
+buffers from the graph conversion get `llvm.emit_c_interface`, so C and Python can call them
+through `_mlir_ciface_<name>`. i1 buffers become byte buffers (see bool_buffers). The
+output is plain upstream MLIR; `mlir-opt` parses it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import FunctionType, IndexType, ModuleOp, UnitAttr
+from xdsl.dialects.utils.fast_math import FastMathFlag
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from graphfuse.dialects import loop
+from graphfuse.dialects.loop.emitter import is_float
+from graphfuse.lowering.loop_to_upstream.bool_buffers import store_bools_as_bytes
+from graphfuse.lowering.loop_to_upstream.loop_indexing import index
+
+_REASSOC = (FastMathFlag.REASSOC, FastMathFlag.ALLOW_CONTRACT)
+_NSZ = arith.FastMathFlagsAttr((FastMathFlag.NO_SIGNED_ZEROS,))
+"""Max/min reductions still propagate NaN but need not order -0 below +0 (nor does NumPy's
+np.max): on AVX2 that is max + one blend per vector, not five ops."""
+
+_COMBINE: dict[tuple[loop.ReduceKind, bool], Callable[[SSAValue, SSAValue], Operation]] = {
+    (loop.ReduceKind.ADD, True): lambda a, b: arith.AddfOp(a, b, arith.FastMathFlagsAttr(_REASSOC)),
+    (loop.ReduceKind.ADD, False): arith.AddiOp,
+    (loop.ReduceKind.MUL, True): lambda a, b: arith.MulfOp(a, b, arith.FastMathFlagsAttr(_REASSOC)),
+    (loop.ReduceKind.MUL, False): arith.MuliOp,
+    (loop.ReduceKind.MAX, True): lambda a, b: arith.MaximumfOp(a, b, _NSZ),
+    (loop.ReduceKind.MAX, False): arith.MaxSIOp,
+    (loop.ReduceKind.MIN, True): lambda a, b: arith.MinimumfOp(a, b, _NSZ),
+    (loop.ReduceKind.MIN, False): arith.MinSIOp,
+}
+
+
+def combine(kind: loop.ReduceKind, accumulator: SSAValue, element: SSAValue) -> Operation:
+    """The op combining `element` into `accumulator` as a `loop.reduce` of `kind` does."""
+    return _COMBINE[(kind, is_float(element.type))](accumulator, element)
+
+
+PARALLEL_MIN_WORK = 1 << 15
+"""Loop nests with fewer iterations than this (counting nested reductions) stay serial:
+handing a small loop to worker threads costs tens of microseconds, more than the loop."""
+
+
+@dataclass(frozen=True)
+class ConvertLoopToUpstreamPass(ModulePass):
+    """Lower the loop dialect to scf/memref/arith/math/func that upstream mlir-opt reads."""
+
+    name = "convert-loop-to-upstream"
+
+    parallel: bool = False
+    """Run the leading dims of each kernel's top-level loops as scf.parallel (for threads:
+    MLIR's OpenMP lowering and graphfuse's parallel runtime pick them up)."""
+
+    min_work: int = PARALLEL_MIN_WORK
+    """Nests with fewer iterations (nested reductions counted) stay serial."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        # Decided before converting: the walk lowers nested reductions first, and _work
+        # counts them.
+        threaded = {o for o in op.walk() if self.parallel and _worth_threads(o, self.min_work)}
+        for inner in reversed(list(op.walk())):
+            _convert(inner, inner in threaded)
+        store_bools_as_bytes(op)
+        for function in op.ops:
+            if isinstance(function, func.FuncOp) and "graphfuse.outputs" in function.attributes:
+                function.attributes["llvm.emit_c_interface"] = UnitAttr()
+
+
+def _convert(op: Operation, threaded: bool) -> None:
+    if isinstance(op, loop.LoadOp):
+        Rewriter.replace_op(op, memref.LoadOp.get(op.buffer, op.indices))
+    elif isinstance(op, loop.StoreOp):
+        Rewriter.replace_op(op, memref.StoreOp.get(op.value, op.buffer, op.indices))
+    elif isinstance(op, loop.CallOp):
+        Rewriter.replace_op(op, func.CallOp(op.callee, op.buffers, []))
+    elif isinstance(op, loop.ParallelOp):
+        _lower_nest(op, op.shape, None, threaded)
+    elif isinstance(op, loop.ReduceOp):
+        _lower_nest(op, op.shape, op)
+    elif isinstance(op, loop.KernelOp):
+        _lower_kernel(op)
+
+
+def _insert_before(new: Operation, op: Operation) -> None:
+    block = op.parent_block()
+    assert block is not None
+    block.insert_op_before(new, op)
+
+
+def _work(op: loop.ParallelOp) -> int:
+    """Iterations of `op`'s nest: its points times (1 + the points of nested reductions)."""
+    nested = sum(math.prod(r.shape) for r in op.body.walk() if isinstance(r, loop.ReduceOp))
+    return math.prod(op.shape) * (1 + nested)
+
+
+def _worth_threads(op: Operation, min_work: int) -> bool:
+    """A kernel's top-level loop nest big enough to pay for worker threads."""
+    return (
+        isinstance(op, loop.ParallelOp)
+        and bool(op.shape)
+        and isinstance(op.parent_op(), loop.KernelOp)
+        and _work(op) >= min_work
+    )
+
+
+def _lower_nest(
+    op: loop.ParallelOp | loop.ReduceOp,
+    bounds: Sequence[int],
+    reduce: loop.ReduceOp | None,
+    threaded: bool = False,
+) -> None:
+    """Loops over `bounds` running `op`'s body: scf.for, with all but the innermost dim
+    (kept a plain loop for the vectoriser) as one scf.parallel when `threaded`; a reduction
+    threads its accumulator through every loop as an iter_arg."""
+    body = op.body.block
+    terminator = body.last_op
+    assert isinstance(terminator, loop.YieldOp)
+    zero, one = index(0), index(1)
+    _insert_before(zero, op)
+    _insert_before(one, op)
+    accumulator: SSAValue | None = reduce.init if reduce is not None else None
+    outer: Operation | None = None
+    parent_block: Block | None = None
+    induction: list[SSAValue] = []
+    n_parallel = max(len(bounds) - 1, 1) if threaded else 0
+    if n_parallel:
+        uppers = [index(b) for b in bounds[:n_parallel]]
+        for upper in uppers:
+            _insert_before(upper, op)
+        par_block = Block(arg_types=[IndexType()] * n_parallel)
+        outer = scf.ParallelOp([zero] * n_parallel, uppers, [one] * n_parallel, Region(par_block))
+        _insert_before(outer, op)
+        induction.extend(par_block.args)
+        parent_block = par_block
+    for bound in bounds[n_parallel:]:
+        upper = index(bound)
+        loop_block = Block(arg_types=[IndexType()] + ([accumulator.type] if accumulator else []))
+        for_op = scf.ForOp(
+            zero, upper, one, [accumulator] if accumulator else [], Region(loop_block)
+        )
+        if parent_block is None:
+            _insert_before(upper, op)
+            _insert_before(for_op, op)
+            outer = for_op
+        else:
+            parent_block.add_ops([upper, for_op])
+            parent_block.add_op(_end_of(parent_block, for_op.results))
+        induction.append(loop_block.args[0])
+        accumulator = loop_block.args[1] if reduce is not None else None
+        parent_block = loop_block
+    target = parent_block
+    for arg, value in zip(body.args, induction, strict=True):
+        arg.replace_all_uses_with(value)
+    for inner in list(body.ops):
+        if inner is terminator:
+            continue
+        inner.detach()
+        if target is None:
+            _insert_before(inner, op)
+        else:
+            target.add_op(inner)
+    result = _finish_body(op, terminator, target, accumulator, reduce)
+    if reduce is not None:
+        final = outer.results[0] if outer is not None else result
+        assert final is not None
+        reduce.result.replace_all_uses_with(final)
+    terminator.detach()
+    terminator.erase()
+    op.detach()
+    op.erase()
+
+
+def _end_of(block: Block, results: Sequence[SSAValue]) -> Operation:
+    """The terminator of a loop body: scf.reduce in an scf.parallel, else scf.yield."""
+    if isinstance(block.parent_op(), scf.ParallelOp):
+        return scf.ReduceOp()
+    return scf.YieldOp(*results)
+
+
+def _finish_body(
+    op: Operation,
+    terminator: loop.YieldOp,
+    target: Block | None,
+    accumulator: SSAValue | None,
+    reduce: loop.ReduceOp | None,
+) -> SSAValue | None:
+    """Ends the innermost loop: combine into the accumulator (reductions) and yield."""
+    if reduce is None:
+        if target is not None:
+            target.add_op(_end_of(target, []))
+        return None
+    element = terminator.values[0]
+    if target is None:  # a reduction over no dimensions is its element
+        return element
+    assert accumulator is not None
+    combined = combine(reduce.kind.data, accumulator, element)
+    target.add_ops([combined, scf.YieldOp(combined.results[0])])
+    return None
+
+
+def _lower_kernel(kernel: loop.KernelOp) -> None:
+    block = kernel.body.block
+    terminator = block.last_op
+    assert isinstance(terminator, loop.YieldOp)
+    arg_types = list(kernel.arg_types)
+    Rewriter.replace_op(terminator, func.ReturnOp())
+    region = kernel.detach_region(kernel.body)
+    function = func.FuncOp(kernel.sym_name.data, FunctionType.from_lists(arg_types, []), region)
+    Rewriter.replace_op(kernel, function)
