@@ -25,9 +25,9 @@ import numpy as np
 import graphfuse
 from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.dialects import graph
+from graphfuse.dialects.graph import functions
 from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.parsing import parse_text
-from graphfuse.passes.analysis.dataflow import functions
 from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
 from graphfuse.testing import workloads
 

@@ -36,8 +36,8 @@ from bench_compile import best_time
 
 import graphfuse
 from graphfuse.compiler import CompileOptions
+from graphfuse.dialects.graph import functions
 from graphfuse.parsing import parse_text
-from graphfuse.passes.analysis.dataflow import functions
 from graphfuse.testing import workloads
 from graphfuse.testing.to_jax import to_jax
 from graphfuse.testing.to_onnx import to_onnx

@@ -27,8 +27,8 @@ import numpy as np
 from bench_compile import best_time, cold_compile
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
+from graphfuse.dialects.graph import functions
 from graphfuse.parsing import make_context, parse_text
-from graphfuse.passes.analysis.dataflow import functions
 from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
 from graphfuse.passes.fusion.graph_fuse import default_refinement, front_end, fuse_function
 from graphfuse.testing import workloads

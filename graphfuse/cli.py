@@ -21,10 +21,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
 from graphfuse import toolchain
-from graphfuse.dialects.graph import FusionKind, fusion_kind
+from graphfuse.dialects.graph import FusionKind, functions, fusion_kind
 from graphfuse.outputs import check_output_file, check_output_folder, write_all
 from graphfuse.parsing import GraphfuseError, make_context, verify
-from graphfuse.passes.analysis.dataflow import functions
 from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
 from graphfuse.passes.fusion.graph_fuse import default_refinement, front_end, fuse_function
 from graphfuse.passes.fusion.graph_report_fusion import kernel_line, summary_line

@@ -22,6 +22,7 @@ from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects import loop
+from graphfuse.dialects.loop import abi
 from graphfuse.graph_inputs import check_graph_module
 from graphfuse.outputs import check_output_file
 from graphfuse.parsing import GraphfuseError, make_context, parse_file, verify
@@ -170,9 +171,9 @@ def check_options(options: CompileOptions, target: str = "cpu") -> None:
 def fuse(module: ModuleOp, options: CompileOptions, cpu: bool = True) -> None:
     """Front end + graph-fuse in place (idempotent: fusing a fused module changes nothing).
     For the CPU build, grouped convolutions that tile are first split per group."""
-    from graphfuse.passes.analysis.dataflow import functions
+    from graphfuse.dialects.graph import functions
+    from graphfuse.lowering.cpu.graph_split_grouped_conv import SplitGroupedConvPass
     from graphfuse.passes.fusion.graph_fuse import default_refinement, front_end, fuse_function
-    from graphfuse.passes.rewrites.graph_split_grouped_conv import SplitGroupedConvPass
 
     if cpu:
         SplitGroupedConvPass().apply(make_context(), module)
@@ -299,8 +300,8 @@ def caller_signature(module: ModuleOp, entry: str) -> Signature:
     """`entry`'s inputs and outputs after convert-graph-to-loop."""
     function = _entry(module, entry)
     types = _memrefs(function.function_type.inputs.data)
-    n_out = _count_attribute(function, "graphfuse.outputs")
-    n_in = len(types) - n_out - _count_attribute(function, "graphfuse.scratch")
+    n_out = _count_attribute(function, abi.OUTPUTS)
+    n_in = len(types) - n_out - _count_attribute(function, abi.SCRATCH)
     return Signature(types[:n_in], types[n_in : n_in + n_out])
 
 

@@ -42,7 +42,7 @@ def _get_graph_fuse_patterns() -> type[ModulePass]:
 
 
 def _get_graph_split_grouped_conv() -> type[ModulePass]:
-    from graphfuse.passes.rewrites.graph_split_grouped_conv import SplitGroupedConvPass
+    from graphfuse.lowering.cpu.graph_split_grouped_conv import SplitGroupedConvPass
 
     return SplitGroupedConvPass
 

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from graphfuse.dialects.graph import functions
 from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.frontend.onnx_import import from_onnx
 from graphfuse.parsing import parse_text
-from graphfuse.passes.analysis.dataflow import functions
 from graphfuse.testing import workloads
 from graphfuse.testing.model_zoo import MODELS, export, onnxruntime_run
 from graphfuse.testing.to_jax import to_jax

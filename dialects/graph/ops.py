@@ -10,15 +10,17 @@ layer_norm, ...) carry `CompoundOp` and are opened into primitives before fusion
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, cast
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     I64,
     BFloat16Type,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    FixedBitwidthType,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -26,6 +28,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     IntegerType,
+    ModuleOp,
     Signedness,
     SignednessAttr,
     StringAttr,
@@ -64,7 +67,7 @@ from xdsl.traits import (
     OpTrait,
     Pure,
 )
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from graphfuse.dialects.graph import shape_rules as rules
@@ -203,6 +206,29 @@ def tensor_type_of(value: SSAValue | Attribute) -> TensorType[Attribute]:
 def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
     """The static shape of a graph value (or of a tensor type)."""
     return tensor_type_of(value).get_shape()
+
+
+def element_bytes(element_type: Attribute) -> int:
+    """Storage size of one element: i1 takes a byte, floats and ints their width."""
+    assert isinstance(element_type, FixedBitwidthType), element_type
+    return max(1, element_type.bitwidth // 8)
+
+
+def functions(module: ModuleOp) -> Iterator[func.FuncOp]:
+    """The module's functions that have a body; a body of several blocks is refused.
+
+    Graph functions are single dataflow blocks; control flow between blocks would need
+    kernels that span branches, which fusion does not attempt.
+    """
+    for op in module.ops:
+        if not isinstance(op, func.FuncOp) or not op.body.blocks:
+            continue
+        if len(op.body.blocks) > 1:
+            raise PassFailedException(
+                f"@{op.sym_name.data} has {len(op.body.blocks)} blocks; graph passes handle "
+                "functions of one block (keep control flow outside graph functions)"
+            )
+        yield op
 
 
 def _ints(array: DenseArrayBase[IntegerType]) -> tuple[int, ...]:

@@ -44,8 +44,8 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects import loop
+from graphfuse.dialects.loop.combine import combine
 from graphfuse.dialects.loop.emitter import is_float
-from graphfuse.lowering.loop_to_upstream.convert_loop_to_upstream import combine
 from graphfuse.lowering.loop_to_upstream.loop_indexing import (
     WARP,
     block_and_thread,

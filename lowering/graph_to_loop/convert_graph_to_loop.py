@@ -42,6 +42,8 @@ from xdsl.utils.exceptions import PassFailedException
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects import graph, loop
+from graphfuse.dialects.graph import functions
+from graphfuse.dialects.loop import abi
 from graphfuse.lowering.graph_to_loop.kernel_lowering import (
     GlobalPool,
     kernel_signature,
@@ -49,7 +51,6 @@ from graphfuse.lowering.graph_to_loop.kernel_lowering import (
     memref_of,
 )
 from graphfuse.lowering.graph_to_loop.operand_layouts import DIRECT_OPERANDS
-from graphfuse.passes.analysis.dataflow import functions
 
 
 @dataclass(frozen=True)
@@ -179,8 +180,8 @@ class _FunctionLowering:
         function.function_type = FunctionType.from_lists(
             [*inputs, *outputs, *self.scratch_types], []
         )
-        function.attributes["graphfuse.outputs"] = IntegerAttr(len(outputs), i64)
-        function.attributes["graphfuse.scratch"] = IntegerAttr(len(self.scratch_types), i64)
+        function.attributes[abi.OUTPUTS] = IntegerAttr(len(outputs), i64)
+        function.attributes[abi.SCRATCH] = IntegerAttr(len(self.scratch_types), i64)
 
 
 def _buffer_type(typ: Attribute, function: func.FuncOp) -> Attribute:

@@ -15,43 +15,21 @@ output is plain upstream MLIR; `mlir-opt` parses it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import func, memref, scf
 from xdsl.dialects.builtin import FunctionType, IndexType, ModuleOp, UnitAttr
-from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from graphfuse.dialects import loop
-from graphfuse.dialects.loop.emitter import is_float
+from graphfuse.dialects.loop import abi
+from graphfuse.dialects.loop.combine import combine
 from graphfuse.lowering.loop_to_upstream.bool_buffers import store_bools_as_bytes
 from graphfuse.lowering.loop_to_upstream.loop_indexing import index
-
-_REASSOC = (FastMathFlag.REASSOC, FastMathFlag.ALLOW_CONTRACT)
-_NSZ = arith.FastMathFlagsAttr((FastMathFlag.NO_SIGNED_ZEROS,))
-"""Max/min reductions still propagate NaN but need not order -0 below +0 (nor does NumPy's
-np.max): on AVX2 that is max + one blend per vector, not five ops."""
-
-_COMBINE: dict[tuple[loop.ReduceKind, bool], Callable[[SSAValue, SSAValue], Operation]] = {
-    (loop.ReduceKind.ADD, True): lambda a, b: arith.AddfOp(a, b, arith.FastMathFlagsAttr(_REASSOC)),
-    (loop.ReduceKind.ADD, False): arith.AddiOp,
-    (loop.ReduceKind.MUL, True): lambda a, b: arith.MulfOp(a, b, arith.FastMathFlagsAttr(_REASSOC)),
-    (loop.ReduceKind.MUL, False): arith.MuliOp,
-    (loop.ReduceKind.MAX, True): lambda a, b: arith.MaximumfOp(a, b, _NSZ),
-    (loop.ReduceKind.MAX, False): arith.MaxSIOp,
-    (loop.ReduceKind.MIN, True): lambda a, b: arith.MinimumfOp(a, b, _NSZ),
-    (loop.ReduceKind.MIN, False): arith.MinSIOp,
-}
-
-
-def combine(kind: loop.ReduceKind, accumulator: SSAValue, element: SSAValue) -> Operation:
-    """The op combining `element` into `accumulator` as a `loop.reduce` of `kind` does."""
-    return _COMBINE[(kind, is_float(element.type))](accumulator, element)
-
 
 PARALLEL_MIN_WORK = 1 << 15
 """Loop nests with fewer iterations than this (counting nested reductions) stay serial:
@@ -79,7 +57,7 @@ class ConvertLoopToUpstreamPass(ModulePass):
             _convert(inner, inner in threaded)
         store_bools_as_bytes(op)
         for function in op.ops:
-            if isinstance(function, func.FuncOp) and "graphfuse.outputs" in function.attributes:
+            if isinstance(function, func.FuncOp) and abi.OUTPUTS in function.attributes:
                 function.attributes["llvm.emit_c_interface"] = UnitAttr()
 
 

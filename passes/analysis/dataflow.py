@@ -11,13 +11,12 @@ is returned is `extern_ref`: its value must exist outside any kernel it could jo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.utils.exceptions import PassFailedException
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind, fusion_kind
@@ -53,23 +52,6 @@ class Node:
 def _shape(value: SSAValue) -> tuple[int, ...] | None:
     typ = value.type
     return typ.get_shape() if isinstance(typ, TensorType) else None
-
-
-def functions(module: ModuleOp) -> Iterator[func.FuncOp]:
-    """The module's functions that have a body; a body of several blocks is refused.
-
-    Graph functions are single dataflow blocks; control flow between blocks would need
-    kernels that span branches, which fusion does not attempt.
-    """
-    for op in module.ops:
-        if not isinstance(op, func.FuncOp) or not op.body.blocks:
-            continue
-        if len(op.body.blocks) > 1:
-            raise PassFailedException(
-                f"@{op.sym_name.data} has {len(op.body.blocks)} blocks; graph passes handle "
-                "functions of one block (keep control flow outside graph functions)"
-            )
-        yield op
 
 
 def is_preformed(op: Operation) -> bool:

@@ -13,17 +13,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FixedBitwidthType, TensorType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
 
 from graphfuse.dialects import graph
-from graphfuse.dialects.graph import fusion_kind, tensor_type_of
-
-
-def element_bytes(element_type: Attribute) -> int:
-    """Storage size of one element: i1 takes a byte, floats and ints their width."""
-    assert isinstance(element_type, FixedBitwidthType), element_type
-    return max(1, element_type.bitwidth // 8)
+from graphfuse.dialects.graph import element_bytes, fusion_kind, tensor_type_of
 
 
 def elements(value: SSAValue) -> int:

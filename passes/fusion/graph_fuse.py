@@ -35,10 +35,10 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from graphfuse.dialects import graph
+from graphfuse.dialects.graph import functions
 from graphfuse.passes.analysis.cost_model import CPU_HOST, TARGETS, Target
 from graphfuse.passes.analysis.dataflow import (
     DataflowGraph,
-    functions,
     is_preformed,
     node_kind,
     op_count,

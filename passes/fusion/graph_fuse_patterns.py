@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from graphfuse.passes.analysis.dataflow import functions
+from graphfuse.dialects.graph import functions
 from graphfuse.passes.fusion.fusion_patterns import PATTERNS, ChainPattern
 from graphfuse.passes.fusion.outline import outline, sort_block
 

@@ -17,7 +17,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from graphfuse.passes.analysis.dataflow import functions
+from graphfuse.dialects.graph import functions
 from graphfuse.passes.analysis.kernel_stats import KernelStats, Summary, kernel_stats
 
 

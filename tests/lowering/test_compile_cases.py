@@ -11,7 +11,7 @@ from graphfuse.parsing import parse_text
 from graphfuse.testing.compare import compile_and_compare
 
 ROOT = Path(__file__).resolve().parents[2]
-CASE_FILES = sorted((ROOT / "lit_tests" / "passes").glob("*.mlir")) + sorted(
+CASE_FILES = sorted((ROOT / "lit_tests" / "passes").rglob("*.mlir")) + sorted(
     (ROOT / "examples").glob("*.mlir")
 )
 NOT_COMPUTABLE = {"non_graph_op_is_opaque", "external_kept"}

@@ -22,17 +22,8 @@ from xdsl.dialects.builtin import Float32Type, ModuleOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from graphfuse.dialects import loop
+from graphfuse.lowering.graph_to_loop.operand_layouts import worth_tiling
 from graphfuse.lowering.loop_to_upstream.loop_indexing import inside
-
-MIN_FLOPS = 1 << 16
-"""Multiply-adds below which a contraction keeps its dot-product form."""
-
-
-def worth_tiling(points: int, reduction: int) -> bool:
-    """Whether a contraction over `reduction` per output point, at `points` points, is big
-    enough to tile: smaller ones keep the dot-product form (packing would cost more than
-    it saves). operand_layouts asks the same before choosing a matmul's operand copy."""
-    return points * reduction >= MIN_FLOPS
 
 
 @dataclass(frozen=True)

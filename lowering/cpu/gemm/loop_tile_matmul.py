@@ -64,6 +64,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
 
 from graphfuse.dialects import loop
+from graphfuse.dialects.loop import abi
 from graphfuse.lowering.cpu.gemm.contractions import (
     Contraction,
     Operand,
@@ -682,7 +683,7 @@ def _pass_scratch(call: loop.CallOp, first: int) -> None:
         buffers.append(block.insert_arg(typ, len(block.args)))
     Rewriter.replace_op(call, loop.CallOp(call.callee.string_value(), buffers))
     function.function_type = FunctionType.from_lists([a.type for a in block.args], [])
-    count = function.attributes.get("graphfuse.scratch")
+    count = function.attributes.get(abi.SCRATCH)
     if isinstance(count, IntegerAttr):
         added = len(kernel.arg_types) - first
-        function.attributes["graphfuse.scratch"] = IntegerAttr(count.value.data + added, i64)
+        function.attributes[abi.SCRATCH] = IntegerAttr(count.value.data + added, i64)

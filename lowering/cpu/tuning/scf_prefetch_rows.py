@@ -47,8 +47,8 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.hints import isa
 
+from graphfuse.dialects.graph import element_bytes
 from graphfuse.lowering.loop_to_upstream.loop_indexing import index
-from graphfuse.passes.analysis.kernel_stats import element_bytes
 
 MIN_ROW_BYTES = 1024
 MIN_BUFFER_BYTES = 1 << 20

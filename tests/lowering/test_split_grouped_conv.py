@@ -8,8 +8,8 @@ import re
 import pytest
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
+from graphfuse.lowering.cpu.graph_split_grouped_conv import SplitGroupedConvPass
 from graphfuse.parsing import make_context, parse_text
-from graphfuse.passes.rewrites.graph_split_grouped_conv import SplitGroupedConvPass
 from graphfuse.testing.compare import compile_and_compare
 
 

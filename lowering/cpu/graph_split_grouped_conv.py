@@ -44,7 +44,7 @@ from xdsl.rewriter import InsertPoint
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_of, tensor_type_of
-from graphfuse.lowering.cpu.gemm.contractions import worth_tiling
+from graphfuse.lowering.graph_to_loop.operand_layouts import worth_tiling
 
 MAX_GROUPS = 64
 MIN_GROUP_ROWS = 8
