@@ -176,7 +176,7 @@ def test_cli_fuse_explain_and_report_partition_only():
 )
 def test_cli_fuse_bad_rules_file_one_line(rules, pattern, tmp_path):
     out = tmp_path / "out.mlir"
-    rules_path = ROOT / "lit_tests" / "passes" / "Inputs" / rules
+    rules_path = ROOT / "lit_tests" / "passes" / "rewrites" / "Inputs" / rules
     run = graphfuse(
         "fuse", str(EXAMPLES / "resnet_block.mlir"), "--rules", str(rules_path), "-o", str(out)
     )
@@ -191,7 +191,7 @@ def test_cli_fuse_user_rules_apply(tmp_path):
         "  %l = graph.log %x : tensor<8xf32>\n  %e = graph.exp %l : tensor<8xf32>\n"
         "  func.return %e : tensor<8xf32>\n}\n"
     )
-    rules_path = ROOT / "lit_tests" / "passes" / "Inputs" / "exp_of_log.mlir"
+    rules_path = ROOT / "lit_tests" / "passes" / "rewrites" / "Inputs" / "exp_of_log.mlir"
     run = graphfuse("fuse", str(source), "--rules", str(rules_path))
     assert run.returncode == 0, run.stderr
     assert "graph.exp" not in run.stdout and "graph.log" not in run.stdout

@@ -22,7 +22,7 @@ LATER_SUBPACKAGE = "passes/added_later"
 """A subpackage the test adds to its copy of the tree: found without editing a list."""
 PACKAGE_DATA = (
     "graphfuse/py.typed",
-    "graphfuse/passes/rules/simplify.mlir",
+    "graphfuse/passes/rewrites/rules/simplify.mlir",
     "graphfuse/runtime/parallel_runtime.c",
 )
 # Large enough for a parallel loop: two threads use the runtime built from the wheel's C file.
