@@ -1,4 +1,4 @@
-"""Benchmark: fused vs unfused compiled CPU code vs NumPy op by op (the CPU-lowering issue).
+"""Benchmark: fused vs unfused compiled CPU code vs NumPy op by op.
 
 Run: `.venv/bin/python bench/bench_compile.py [--only NAME ...] [--seconds S]`.
 

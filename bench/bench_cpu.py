@@ -1,22 +1,17 @@
-"""graphfuse against onnxruntime and XLA (through JAX) on the CPU, side by side in one run
-(the fast-CPU-kernels issue).
+"""graphfuse against onnxruntime and XLA (through JAX) on the CPU, side by side in one run.
 
     .venv/bin/python bench/bench_cpu.py [--only NAME ...] [--models [NAME ...]]
                                         [--seconds S] [--threads N]
 
-Every workload of graphfuse/testing/workloads.py at its benchmark size, and with `--models` the real
-networks of graphfuse/testing/model_zoo.py at their published sizes, run by:
-- graphfuse: compiled with `threads=N`, results into preallocated arrays (a deployed
-  runtime's memory plan; the others reuse their own arenas);
-- onnxruntime: the graph exported by graphfuse/testing/to_onnx.py (a model: its own ONNX file), all
-  graph optimisations (ORT_ENABLE_ALL), N intra-op threads;
-- XLA: the graph translated by graphfuse/testing/to_jax.py, `jax.jit` on the CPU, inputs already on
-  the device. XLA's CPU client uses every core; N defaults to the core count so all match.
-
-Times are the best over rounds that alternate between the three (a noisy machine's slow
-spells fall on all alike), after a warm-up; results are checked against onnxruntime's.
-The ratio columns are graphfuse's time over each; `target` is the issue's bound on
-graphfuse / the faster of the two (1.0 for memory-bound workloads, 1.5 otherwise).
+Every workload of graphfuse/testing/workloads.py, and with `--models` the networks of
+graphfuse/testing/model_zoo.py at their published sizes, run by graphfuse (`threads=N`, results
+into preallocated arrays), onnxruntime (the graph exported by graphfuse/testing/to_onnx.py,
+ORT_ENABLE_ALL, N intra-op threads) and XLA (the graph translated by graphfuse/testing/to_jax.py,
+`jax.jit`, inputs already on the device; XLA's CPU client uses every core, so N defaults to the
+core count). Times are the best over rounds alternating between the three, after a warm-up;
+results are checked against onnxruntime's first. The ratio columns are graphfuse's time over
+each; `target` bounds graphfuse over the faster of the two: 1.0 for memory-bound workloads,
+1.5 otherwise. Figures, with machine and command: docs/performance.md.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Benchmark: graph-fuse on random graphs of 1k to 16k ops (issue 3's speed targets).
+"""Benchmark: graph-fuse's own running time on random graphs of 1k to 16k ops.
 
 Run: `.venv/bin/python bench/bench_graph_fuse.py [--sizes 1000 2000 ...] [--repeat N]`.
 Prints the time of the pass alone (parsing excluded) for each size, the best of `repeat`
-runs on fresh copies, and the 16k/8k ratio (near-linear scaling gives about 2): first the
-partitioner alone (TVM rules, issue 3's target), then the partitioner and the cost-model
-refinement (issue 7), then the whole pipeline with the front end.
+runs on fresh copies, and the 16k/8k ratio (near-linear scaling gives about 2; the target is
+below 2.5): first the partitioner alone (TVM rules), then the partitioner and the cost-model
+refinement, then the whole pipeline with the front end.
 """
 
 from __future__ import annotations

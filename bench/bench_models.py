@@ -1,4 +1,4 @@
-"""Benchmark: real networks imported from ONNX (the ONNX-import issue).
+"""Benchmark: real networks imported from ONNX, against onnxruntime and PyTorch eager.
 
 Run: `.venv/bin/python bench/bench_models.py [--full] [--only NAME ...] [--seconds S]`.
 

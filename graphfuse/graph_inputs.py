@@ -1,10 +1,10 @@
 """What graphfuse takes as an input graph, checked once before any pass runs.
 
 The graph dialect's verifiers check each op; what they cannot see is the module as a
-whole: ops must sit inside functions, a function must have a body, and every tensor must
-be static, non-empty and of an element type the graph ops take, and a function run or
-compiled must have a body (`func.func` accepts any
-argument type, so an unused f64 argument would otherwise slip through to the lowering).
+whole: ops must sit inside functions, and every tensor must be static, non-empty and of an
+element type the graph ops take (`func.func` accepts any argument type, so an unused f64
+argument would otherwise slip through to the lowering). A function that is run or compiled
+must also have a body (`check_entry`); a declaration elsewhere in the module is left alone.
 Each problem is one line naming the function, argument or op, and its location.
 """
 

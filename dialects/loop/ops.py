@@ -1,25 +1,14 @@
 """The loop dialect: one kernel per fused group, as loops over buffers with a scalar body.
 
-`convert-graph-to-loop` produces it; `convert-loop-to-upstream` turns it into scf/memref/
-arith/math/func. A kernel is a symbol taking buffers (builtin memrefs: inputs, outputs and
-scratch); its body is iteration spaces (`loop.parallel`: every point independent, so a
-backend may split them over threads or GPU blocks), reductions with accumulators
-(`loop.reduce`, carrying its combiner so a GPU backend can pick shuffles), and loads and
-stores whose indices the kernel computes with `arith` on `index` values (the index maps of
-broadcast, transpose, reshape, slice, pad and concat). Scalar arithmetic is upstream
-`arith`/`math`, so nothing here duplicates what MLIR already has.
-
-    loop.kernel @fused_exp_add {
-    ^bb0(%x: memref<8xf32>, %out: memref<8xf32>):
-      loop.parallel [8] {
-      ^bb1(%i: index):
-        %v = loop.load %x[%i] : memref<8xf32> -> f32
-        %e = math.exp %v : f32
-        loop.store %e, %out[%i] : memref<8xf32>
-        loop.yield
-      }
-      loop.yield
-    }
+`convert-graph-to-loop` produces it; `convert-loop-to-upstream` (CPU) and
+`convert-loop-to-gpu` (NVPTX) consume it. A `loop.kernel` is a symbol taking buffers
+(builtin memrefs: inputs, outputs and scratch); its body is iteration spaces
+(`loop.parallel`: every point independent, so a backend may split them over threads or GPU
+blocks), reductions with accumulators (`loop.reduce`, carrying its combiner so a GPU backend
+can pick shuffles), and loads and stores whose indices the kernel computes with `arith` on
+`index` values (the index maps of broadcast, transpose, reshape, slice, pad and concat).
+Scalar arithmetic is upstream `arith`/`math`, so nothing here duplicates what MLIR already
+has. Examples: lit_tests/dialects/loop/ops.mlir and docs/dialects.md.
 """
 
 from __future__ import annotations

@@ -5,11 +5,12 @@ own small runtime (`parallel_runtime.c`).
 `convert-openmp-to-llvm` plus `mlir-translate` outline its body and call libomp's ABI
 (`__kmpc_fork_call`, `__kmpc_dispatch_next_8u`, `__kmpc_barrier`, ...). The pinned
 toolchain ships no libomp, and MLIR's async runtime (the other route, `async-parallel-for`)
-wakes its workers through condition variables for every loop: a memory-bound kernel on
-two cores ran at 1.4x of one core where a spinning pool reaches 2x. So the kernels' calls
-are renamed to `graphfuse_kmpc_*` and linked against `parallel_runtime.c`, built once by
-the system C compiler into the build cache. Renaming keeps another OpenMP runtime in the
-same process (PyTorch's, say) out of graphfuse's way and graphfuse's out of its.
+wakes its workers through condition variables for every loop, which costs a memory-bound
+kernel much of its second core (docs/decisions.md). So the kernels' calls are renamed to
+`graphfuse_kmpc_*` and linked against `parallel_runtime.c`, a pool whose workers spin
+between loops, built once by the system C compiler into the build cache. Renaming keeps
+another OpenMP runtime in the same process (PyTorch's, say) out of graphfuse's way and
+graphfuse's out of its.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Testing tools shipped with graphfuse: a differential fuzzer of its ONNX path.
+"""Testing tools shipped with graphfuse, shared by tests/ and bench/ (imported as a package).
 
-`onnx_graphs`, with the recipes of `onnx_recipes`, `onnx_dtypes` and `onnx_anchors`,
-generates random valid ONNX models (independent of graphfuse/testing/random_graphs.py);
-`onnx_oracle` runs one through import, fusion and the CPU build and compares with
-onnxruntime; `onnx_reduce` shrinks a failing model by delta debugging; `onnx_fuzz` is the
-driver (`python -m graphfuse.testing.fuzz.onnx_fuzz`, `make fuzz`).
+`random_graphs` makes random graph-dialect functions and `workloads` the benchmark graphs;
+`model_zoo` (Hugging Face networks) and `onnx_models` (small hand-written ones) are checked
+against onnxruntime; `compare` checks compiled results against the reference interpreter;
+`gpu_on_cpu` runs GPU builds on the CPU; `to_onnx` and `to_jax` translate graph functions for
+the onnxruntime and XLA baselines; `fuzz` is the ONNX differential fuzzer.
 """

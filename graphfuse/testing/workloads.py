@@ -1,7 +1,7 @@
-"""The benchmark workloads of the CPU-lowering issue, as graph-dialect MLIR text.
+"""The benchmark workloads, as graph-dialect MLIR text.
 
 Each function returns the text of `func.func @main`; weights are arguments, so the timing
-includes reading them as a deployed model would.
+includes reading them as a deployed model would. `WORKLOADS` names them for bench/ and tests.
 """
 
 from __future__ import annotations

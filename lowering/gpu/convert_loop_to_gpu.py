@@ -1,31 +1,15 @@
 """convert-loop-to-gpu: loop kernels to `gpu.func`s, `loop.call`s to `gpu.launch_func`s.
 
-A loop kernel is a sequence of top-level nests (`loop.parallel`), and a later nest may read
-what an earlier one wrote (a packed operand, a staged intermediate). A GPU has no barrier
-across the grid inside a kernel, so each nest becomes one `gpu.func`, launched in order;
-each loop kernel becomes a `gpu.module` of the same name (one PTX module per kernel). The
-usual kernel (an elementwise chain, a stitched softmax, a matmul with its epilogue) is one
-nest and so one launch. Each nest is mapped one of two ways (see `map_nest`):
-
-- **points**: one thread per point. The grid is `ceil(points / block)` blocks of `block`
-  threads, a bounds check (`scf.if id < points`) guards the tail, and the body (nested
-  reductions and loops included) runs serially in its thread. Consecutive threads take
-  consecutive points of the innermost dimension, so elementwise code, a matmul's right
-  operand and every output coalesce.
-- **rows**: one block per point (a row) when the body holds an inner `loop.parallel` (a
-  stitched row kernel: softmax, layer-norm) or a long reduction that reads its rows
-  contiguously (see `gpu_rows`): the block's threads share every inner loop and reduction.
-
-Small values the loop kernel hoisted to its entry (constants, index arithmetic) are copied
-into each `gpu.func` that uses them; a `memref.get_global` becomes one more kernel argument,
-which the launch passes from the host. The host function stays a `func.func` whose body is
-`gpu.launch_func`s (and the `memref.copy`s the graph conversion made), the form MLIR's
-`gpu-lower-to-nvvm-pipeline` builds and graphfuse's CUDA runtime replays.
-
-    loop.kernel @k {^bb0(%x: memref<1000xf32>, %y: memref<1000xf32>):
-      loop.parallel [1000] {^bb1(%i: index): ...}}
- -> gpu.module @k { gpu.func @k(%x, %y) kernel {          // 4 blocks of 256 threads
-      %id = block_id * 256 + thread_id; scf.if %id < 1000 {...}}}
+A GPU has no barrier across the grid inside a kernel, so each top-level nest
+(`loop.parallel`) of a loop kernel becomes one `gpu.func`, launched in order (a later nest
+may read what an earlier one wrote), and each loop kernel one `gpu.module` of the same name.
+Each nest is mapped one of two ways (`map_nest`): *points*, one bounds-checked thread per
+point, consecutive threads on consecutive innermost points so loads and stores coalesce; or
+*rows*, one block per row whose threads share the row's loops and reductions (`gpu_rows`).
+Values hoisted to the kernel's entry are copied into each `gpu.func` that uses them; a
+`memref.get_global` becomes one more kernel argument. The host function stays a `func.func`
+of `gpu.launch_func`s, the form `gpu-lower-to-nvvm-pipeline` builds and graphfuse's CUDA
+runtime replays. The mapping, with an example: docs/gpu.md.
 """
 
 from __future__ import annotations

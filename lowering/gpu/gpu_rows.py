@@ -1,28 +1,16 @@
 """Row kernels on the GPU: one block per row, its threads sharing the row's loops.
 
-A stitched softmax or layer-norm kernel is one loop over rows whose body holds, per row, a
-few reductions and loops over the row with scalar code between them (row_stitching). A
-row reduction (`sum(x[i, :])`) is the same without the inner loops. With a thread per row,
-neighbouring threads would read elements a row apart and each row would take as long as
-its length, so here a block takes a row and its B threads share it:
-
-- an inner `loop.parallel`: thread t runs points t, t + B, t + 2B, ... (coalesced);
-- an inner `loop.reduce`: thread t combines the same points into a partial value, starting
-  from the combiner's identity; `gpu.all_reduce` combines the partials (MLIR lowers it to
-  warp shuffles and an exchange through shared memory between warps) and gives every
-  thread the row's value; the reduction's own `init` is combined in last;
-- the scalar code between them runs in every thread on the same values, so no thread waits
-  for another to broadcast it;
-- a `gpu.barrier` follows an inner loop when more come: a later loop may read what it
-  wrote at points another thread handled.
-
-A nest is mapped this way (`use_rows`) when its body holds an inner `loop.parallel`, or
-when its reductions are at least a warp long and read their rows contiguously (the last
-index of every load that moves with the reduction is the reduction's innermost index), or
-when there are few points and long reductions (a thread per point would leave the GPU
-idle). A matmul reads its right operand down a column, so it stays a thread per output
-point, where neighbouring threads read neighbouring elements. Reductions whose type warp
-shuffles cannot carry (i1, i8, i16) never use rows.
+A stitched softmax or layer-norm kernel is one loop over rows whose body holds a few
+reductions and loops over the row (row_stitching). With a thread per row, neighbouring
+threads would read elements a row apart, so a block takes a row and its B threads share it:
+thread t runs points t, t + B, ... of an inner `loop.parallel` (coalesced) and combines the
+same points of an inner `loop.reduce` into a partial value; `gpu.all_reduce` (warp shuffles,
+then shared memory) gives every thread the row's value, the reduction's `init` combined in
+last. Scalar code between them runs in every thread, and a `gpu.barrier` follows an inner
+loop when more come. `use_rows` picks this mapping for a body holding an inner
+`loop.parallel`, for reductions at least a warp long that read their rows contiguously, or
+for few points with long reductions; never for types warp shuffles cannot carry (i1, i8,
+i16). The rules in full: docs/gpu.md.
 """
 
 from __future__ import annotations
