@@ -31,6 +31,7 @@ from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind
 from graphfuse.passes.analysis.dataflow import DataflowGraph
 from graphfuse.passes.analysis.post_dominators import combine
+from graphfuse.passes.fusion.kernel_levels import KernelLevels
 from graphfuse.passes.fusion.kernel_plan import Plan
 
 K = FusionKind
@@ -139,9 +140,9 @@ def duplicable(plan: Plan, kernel: int) -> bool:
     return plan.kinds(kernel) <= {K.ELEMWISE, K.BROADCAST, K.INJECTIVE}
 
 
-def cycle_reason(plan: Plan, kernels: tuple[int, ...]) -> str | None:
+def cycle_reason(levels: KernelLevels, kernels: tuple[int, ...]) -> str | None:
     """Why merging `kernels` into one would put a cycle between kernels, or None."""
-    through = plan.path_between(kernels)
+    through = levels.path_between(kernels)
     if through is None:
         return None
-    return f"merging would create a cycle between kernels through {plan.label(through)}"
+    return f"merging would create a cycle between kernels through {levels.plan.label(through)}"

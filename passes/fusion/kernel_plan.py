@@ -59,9 +59,6 @@ class Plan:
     kernels: dict[int, tuple[int, ...]] = field(default_factory=dict[int, tuple[int, ...]])
     owner: list[int] = field(default_factory=list[int])
     holders: list[set[int]] = field(default_factory=list[set[int]])
-    level: dict[int, int] = field(default_factory=dict[int, int])
-    """A topological labelling of the kernel graph (`compute_levels`, `relevel`), which
-    only the refinement needs: a plan left as the TVM rules made it has none."""
     opaque: set[int] = field(default_factory=set[int])
     """Kernels that never merge: ops of other dialects, kernels of an earlier graph-fuse."""
     next_id: int = 0
@@ -195,65 +192,6 @@ class Plan:
             if producer is not None:
                 found.add(self.owner[producer])
         return sorted(found)
-
-    def compute_levels(self) -> None:
-        """A topological labelling: every kernel's level exceeds its producers'."""
-        self.level = {}
-        for kernel in self.ordered():
-            self._level_from_producers(kernel)
-        changed = True
-        while changed:  # kernels need not be convex in IR order: settle
-            changed = False
-            for kernel in self.ordered():
-                changed |= self._raise_consumers(kernel)
-
-    def _level_from_producers(self, kernel: int) -> None:
-        below = [self.level.get(p, -1) for p in self.producers(kernel) if p != kernel]
-        self.level[kernel] = max(below, default=-1) + 1
-
-    def _raise_consumers(self, kernel: int) -> bool:
-        """Lift consumers (transitively) above `kernel`; whether any level changed."""
-        changed = False
-        stack = [kernel]
-        # In an acyclic graph a raised level exceeds `kernel`'s by at most the length of
-        # a path from it; past that a change made a cycle, which must fail here rather
-        # than loop for ever.
-        bound = self.level[kernel] + len(self.kernels)
-        while stack:
-            current = stack.pop()
-            for after in self.consumers(current):
-                if self.level.get(after, -1) <= self.level[current]:
-                    self.level[after] = self.level[current] + 1
-                    assert self.level[after] <= bound, "the kernel graph has a cycle"
-                    stack.append(after)
-                    changed = True
-        return changed
-
-    def relevel(self, added: Sequence[int]) -> None:
-        """Restore the labelling after a committed change added `added`."""
-        for kernel in sorted(added, key=lambda k: self.kernels[k][0]):
-            self._level_from_producers(kernel)
-        for kernel in added:
-            self._raise_consumers(kernel)
-
-    def path_between(self, kernels: Iterable[int]) -> int | None:
-        """A kernel outside `kernels` on a path from one of them to another (merging them
-        would make a cycle), or None. Levels rise along every path, so kernels at or above
-        the highest level of `kernels` cannot lead back into them."""
-        group = set(kernels)
-        top = max(self.level[k] for k in group)
-        frontier = [c for k in group for c in self.consumers(k) if c not in group]
-        seen: set[int] = set()
-        while frontier:
-            current = frontier.pop()
-            if current in seen or self.level[current] >= top:
-                continue
-            seen.add(current)
-            for after in self.consumers(current):
-                if after in group:
-                    return current
-                frontier.append(after)
-        return None
 
     # ---- changing the plan -------------------------------------------------------------
 
