@@ -38,8 +38,8 @@ class Target:
 
 
 CPU_HOST = Target("cpu", bandwidth=21e9, peak_flops=98e9, launch=5e-6)
-"""The 2-core AVX2 development VM (2026-11-23): NumPy copy of 256 MB at 21 GB/s, NumPy
-sgemm 2048^3 at 98 GFLOP/s (2 threads); a compiled kernel call with its loop set-up ~5 us."""
+"""The development VM: NumPy copy bandwidth, NumPy sgemm throughput, and one compiled
+kernel call with its loop set-up (measurements: docs/decisions_fusion.md)."""
 
 H100 = Target("h100", bandwidth=3.35e12, peak_flops=67e12, launch=4e-6)
 """H100 SXM: 3.35 TB/s HBM3, 67 TFLOP/s FP32 (non-tensor-core), ~4 us per launch."""

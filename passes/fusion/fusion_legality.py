@@ -1,25 +1,18 @@
 """When a refinement `Change` may be made: the limits, acyclicity, and no multiplied work.
 
 Pure predicates over a `Plan` with the change applied (see `fusion_refine`):
-
 - limits (Ascend-style stop-fusion options): ops, inputs and results per kernel;
-- acyclicity: no path of kernels leads from one merged kernel to another through a
-  kernel outside them (`cycle_reason`; recomputing a producer in its consumers cannot
-  close a cycle: they already depended on everything the copies read);
-- no multiplied work. Inside one kernel a value is recomputed wherever it is read, so
-  * an op read by matmul, conv2d or pooling (a prologue) would be recomputed for every
-    output the anchor computes from it: never fused that way, unless it and everything
-    upstream of it in the kernel are transposes. Those become a permutation of the
-    anchor's load indices, with nothing recomputed: attention's `K^T` is read in place by
-    its matmul, as onnxruntime's MatMul reads a transposed B. (A reshape would be an index
-    map too, but its div/mod indices keep loop-tile-matmul from tiling the nest: BERT's
-    layer went from 47 to 396 ms.);
-  * an anchor's result may only flow on elementwise, at its own shape (TVM's
-    out-elemwise-fusable epilogue): otherwise it would have to be stored anyway;
-  * a reduction may feed the ops after it (reduction stitching, option `stitch`) only
-    while they are no larger than the reduction's input: a small reduction broadcast into
-    a much larger consumer would be recomputed for each of the consumer's rows.
-  Only violations a change *adds* count, so kernels the TVM rules formed stay legal.
+- acyclicity: no path of kernels from one merged kernel to another through a third
+  (`cycle_reason`); recomputing a producer in its consumers cannot close a cycle;
+- no multiplied work, as a kernel recomputes a value wherever it is read:
+  * an op read by matmul, conv2d or pooling would be recomputed per output: never fused,
+    unless it and all upstream of it in the kernel are transposes, a permutation of the
+    anchor's load indices (attention's `K^T`, read in place as onnxruntime's MatMul reads
+    a transposed B); reshapes stay out, their div/mod indices defeat loop-tile-matmul;
+  * an anchor's result may only flow on elementwise, at its own shape (TVM's epilogue);
+  * a reduction may feed later ops (option `stitch`) only while they are no larger than
+    its input, or it would be recomputed for each of the consumer's rows.
+Only violations a change *adds* count, so kernels the TVM rules formed stay legal.
 """
 
 from __future__ import annotations
@@ -36,6 +29,8 @@ from graphfuse.passes.fusion.kernel_plan import Plan
 
 K = FusionKind
 _EPILOGUE = (K.ELEMWISE, K.BROADCAST)
+"""Kinds an anchor's result may flow on into inside its kernel (read elementwise): any
+other use would need the result stored anyway."""
 _PERMUTATIONS = (graph.TransposeOp,)
 
 

@@ -4,18 +4,15 @@ A group fuses into its node's immediate post-dominator when a rule of the curren
 matches: the group's kind is one of `source`, the combined kind of the edges to the
 post-dominator is one of `dominator_edge` (when given), every node strictly between
 belongs to a group whose kind is one of `path`, the post-dominator's group kind is one of
-`sink`, and the post-dominator itself is one of `sink_node`. The table is TVM's
-graph_partitioner RunFuse, written as data:
+`sink`, and the post-dominator itself is one of `sink_node`. TVM's RunFuse, as data:
 
 - phase 0: out-elemwise-fusable anchors (matmul, conv2d, pooling) absorb an elementwise
   epilogue; elemwise/broadcast ops fuse into injective, reduction or anchor consumers;
 - phase 1: elemwise/broadcast rule again, then injective ops (and tuples) into injective
   consumers, deferred so that anchors have finished growing;
-- phase 2: injective ops join a tuple that was itself fused into an injective consumer.
-
-graphfuse has no tuple-producing op (concat takes its operands directly, where TVM builds
-a tuple first), so the phase-2 rule only fires for ops declaring the tuple kind; it is kept
-so the table stays TVM's and such ops behave as there.
+- phase 2: injective ops join a tuple fused into an injective consumer. graphfuse has no
+  tuple-producing op (concat takes its operands directly), so this fires only for ops
+  declaring the tuple kind; it is kept so the table stays TVM's.
 """
 
 from __future__ import annotations

@@ -13,12 +13,6 @@ Decomposition(
     steps=(Step("s", "graph.sigmoid", ("x",)), Step("out", "graph.mul", ("x", "s"))),
 )
 ```
-
-Names a step may read besides operands and earlier steps (bindings of the matched op):
-`axis` (its normalised axis, as a one-element list for `axes`), `trailing_axes` (axis to
-the last dimension), `axes` and `keepdims` (of a reduction), `epsilon`, `channel_shape`
-(`C, 1, 1, ...` for broadcasting a per-channel vector over N, C, ...) and
-`inverse_count` (1 / number of elements a reduction averages).
 """
 
 from __future__ import annotations
@@ -102,7 +96,11 @@ _BINDING_NAMES = (
 
 
 def bindings_of(op: Operation) -> dict[str, Any]:
-    """The parameters of a matched op that steps may read (see module docstring)."""
+    """The parameters of a matched op that steps may read, besides operands and earlier
+    steps: `axis` (its normalised axis, as a one-element list for `axes`), `trailing_axes`
+    (axis to the last dimension), `axes` and `keepdims` (of a reduction), `epsilon`,
+    `channel_shape` (`C, 1, 1, ...` for broadcasting a per-channel vector over N, C, ...)
+    and `inverse_count` (1 / number of elements a reduction averages)."""
     shape = graph.tensor_type_of(op.operands[0]).get_shape()
     rank = len(shape)
     found: dict[str, Any] = {"keepdims": getattr(op, "keepdims", None) is not None}

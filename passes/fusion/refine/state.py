@@ -74,6 +74,8 @@ class Refinement:
         for kernel in change.removed:
             old |= violations(plan.dag, plan.kernels[kernel], self.options.limits.stitch)
         merge = len(change.added) == 1
+        # Recomputing a producer in its consumers cannot close a cycle: they already
+        # depended on everything the copies read.
         cycle = cycle_reason(self.levels, change.removed) if merge else None
         undo = plan.apply(change, before_ids)
         try:
