@@ -33,7 +33,6 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
-    UnitAttr,
     i64,
 )
 from xdsl.ir import Attribute, Block, SSAValue
@@ -44,13 +43,9 @@ from xdsl.utils.hints import isa
 from graphfuse.dialects import graph, loop
 from graphfuse.dialects.graph import functions
 from graphfuse.dialects.loop import abi
-from graphfuse.lowering.graph_to_loop.kernel_lowering import (
-    GlobalPool,
-    kernel_signature,
-    lower_kernel,
-    memref_of,
-)
-from graphfuse.lowering.graph_to_loop.operand_layouts import DIRECT_OPERANDS
+from graphfuse.lowering.graph_to_loop.buffers import GlobalPool, memref_of
+from graphfuse.lowering.graph_to_loop.kernel_lowering import kernel_signature, lower_kernel
+from graphfuse.lowering.graph_to_loop.operand_layouts import OPERAND_COPIES
 
 
 @dataclass(frozen=True)
@@ -59,20 +54,16 @@ class ConvertGraphToLoopPass(ModulePass):
 
     name = "convert-graph-to-loop"
 
-    operand_copies: bool = True
+    operand_copies: bool = OPERAND_COPIES
     """Copy matmul and convolution operands into reduction-contiguous layouts first (see
     operand_layouts): right for a CPU core walking a reduction, wrong for a GPU, whose
     neighbouring threads already read neighbouring elements of the original layout."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if not self.operand_copies:
-            for fused in op.walk():
-                if isinstance(fused, graph.FusedOp):
-                    fused.attributes[DIRECT_OPERANDS] = UnitAttr()
         pool = GlobalPool()
         names = _KernelNames(op)
         for function in list(functions(op)):
-            kernels = _FunctionLowering(function, pool, names).run()
+            kernels = _FunctionLowering(function, pool, names, self.operand_copies).run()
             for kernel in kernels:
                 op.body.block.insert_op_before(kernel, function)
         for global_op in reversed(pool.ops):
@@ -102,10 +93,13 @@ class _KernelNames:
 
 
 class _FunctionLowering:
-    def __init__(self, function: func.FuncOp, pool: GlobalPool, names: _KernelNames):
+    def __init__(
+        self, function: func.FuncOp, pool: GlobalPool, names: _KernelNames, operand_copies: bool
+    ):
         self.function = function
         self.pool = pool
         self.names = names
+        self.operand_copies = operand_copies
         self.buffers: dict[SSAValue, SSAValue] = {}
         self.scratch_types: list[Attribute] = []
         self.scratch_uses: list[tuple[SSAValue, int]] = []
@@ -147,8 +141,9 @@ class _FunctionLowering:
         )
 
     def _lower_kernel(self, fused: graph.FusedOp) -> loop.KernelOp:
-        kernel = lower_kernel(fused, self.names.fresh(fused.sym_name.data), self.pool)
-        signature = kernel_signature(fused)
+        name = self.names.fresh(fused.sym_name.data)
+        kernel = lower_kernel(fused, name, self.pool, self.operand_copies)
+        signature = kernel_signature(fused, self.operand_copies)
         operands = [self.buffers[v] for v in fused.inputs]
         for result in fused.outputs:
             buffer = self.home.get(result) or self._scratch(memref_of(result))

@@ -3,26 +3,12 @@
 Computing `C[m, n] = sum_k A[m, k] B[k, n]` per output point walks B down a column, and a
 direct NCHW convolution summing over (c, kh, kw) walks the input H*W elements apart per
 channel and tests padding at every tap: neither vectorises. A kernel therefore first copies
-such operands once, in a layout whose innermost dimension is the reduced one:
-
-- matmul right-hand side `[..., K, N]` -> `[..., N, K]` (transposed), for matmuls that
-  loop-tile-matmul does not tile (not f32, or tiny): it packs B into panels itself;
-- conv2d input `[N, C, H, W]` -> `[N, H + pad, W + pad, C]` (NHWC with the zero padding
-  written out, so the sum needs no bounds test), except for convolutions loop-tile-matmul
-  computes that are 1x1, stride 1, unpadded (NCHW packs as well, along rows of x);
-- conv2d weight `[O, C/g, KH, KW]` -> `[O, KH, KW, C/g]`, for convolutions loop-tile-matmul
-  does not compute (grouped, tiny, not f32). It packs the weights of the others
-  from their own layout, once per compiled function when they are constants; from a copy
-  made per call it would repack them on every call.
-- a depthwise conv2d's input `[N, C, H, W]` -> `[N, C, H + pad, W + pad]` (the padding
-  written out, rows copied as they are): its sum is over the taps alone, so it vectorises
-  along the output's columns, which read the input's rows (every other element at stride
-  2, which LLVM loads as an interleaved group). Channels innermost would make those reads
-  C apart; the NHWC copy itself, a transposition, cost as much as the convolution.
-
-Each copy costs one pass over the operand, small next to the K- or C*KH*KW-fold reuse.
-Only operands that are kernel inputs or constants are copied: nothing else in the kernel
-must run first. A kernel marked `graphfuse.direct_operands` (GPU builds) makes no copies.
+such operands once, in a layout whose innermost dimension is the reduced one (a transposed
+matmul right-hand side, an NHWC or row-padded convolution input, OHWI weights; see
+`_copies_of`), except where loop-tile-matmul packs the operand its own way. Each copy
+costs one pass over the operand, small next to the K- or C*KH*KW-fold reuse. Only kernel
+inputs and constants are copied: nothing else in the kernel must run first. A GPU build
+lowers with the pass option operand-copies=false and copies nothing.
 """
 
 from __future__ import annotations
@@ -135,7 +121,7 @@ def _conv_copies(op: graph.Conv2dOp) -> list[OperandCopy]:
     top, left, bottom, right = op.padding.get_values()
     padded = OperandCopy(op.input, "nhwc_padded", (top, left, bottom, right))
     if _depthwise(op):
-        # Unpadded, it reads its input as it is, unchecked (kernel_lowering._conv2d).
+        # Unpadded, it reads its input as it is, unchecked (accumulator_rules._conv2d).
         rows = OperandCopy(op.input, "nchw_padded", (top, left, bottom, right))
         return [rows] if _is_input(op.input) and any(op.padding.get_values()) else []
     if not _tiled_conv(op):
@@ -146,6 +132,25 @@ def _conv_copies(op: graph.Conv2dOp) -> list[OperandCopy]:
 
 
 def _copies_of(op: Operation) -> list[OperandCopy]:
+    """The copies `op` reads:
+
+    - matmul right-hand side `[..., K, N]` -> `[..., N, K]` (transposed), for matmuls that
+      loop-tile-matmul does not tile (not f32, or tiny): it packs B into panels itself;
+    - conv2d input `[N, C, H, W]` -> `[N, H + pad, W + pad, C]` (NHWC with the zero
+      padding written out, so the sum needs no bounds test), except for convolutions
+      loop-tile-matmul computes that are 1x1, stride 1, unpadded (NCHW packs as well,
+      along rows of x);
+    - conv2d weight `[O, C/g, KH, KW]` -> `[O, KH, KW, C/g]`, for convolutions
+      loop-tile-matmul does not compute (grouped, tiny, not f32). It packs the weights of
+      the others from their own layout, once per compiled function when they are
+      constants; from a copy made per call it would repack them on every call;
+    - a depthwise conv2d's input `[N, C, H, W]` -> `[N, C, H + pad, W + pad]` (the padding
+      written out, rows copied as they are): its sum is over the taps alone, so it
+      vectorises along the output's columns, which read the input's rows (every other
+      element at stride 2, which LLVM loads as an interleaved group). Channels innermost
+      would make those reads C apart; the NHWC copy itself, a transposition, cost as much
+      as the convolution.
+    """
     if isinstance(op, graph.MatmulOp):
         k, n = tuple(tensor_type_of(op.rhs).get_shape())[-2:]
         if _is_input(op.rhs) and k > 1 and n > 1 and not _tiled(op):
@@ -156,14 +161,16 @@ def _copies_of(op: Operation) -> list[OperandCopy]:
     return []
 
 
-DIRECT_OPERANDS = "graphfuse.direct_operands"
-"""Marks a `graph.fused` whose kernel reads its operands in their own layout."""
+OPERAND_COPIES = True
+"""Whether kernels copy operands into reduction-contiguous layouts unless told otherwise
+(the default of convert-graph-to-loop's `operand_copies` option): right for a CPU core."""
 
 
-def operand_copies(fused: graph.FusedOp) -> list[OperandCopy]:
-    """The copies a kernel makes before its loops, once per (operand, layout)."""
+def operand_copies(fused: graph.FusedOp, enabled: bool) -> list[OperandCopy]:
+    """The copies a kernel makes before its loops, once per (operand, layout); none
+    unless `enabled` (a GPU kernel reads its operands in their own layout)."""
     copies: list[OperandCopy] = []
-    if DIRECT_OPERANDS in fused.attributes:
+    if not enabled:
         return copies
     for op in fused.body.block.ops:
         for copy in _copies_of(op):

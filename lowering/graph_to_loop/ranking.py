@@ -26,6 +26,9 @@ from graphfuse.dialects.loop.emitter import Emitter, Index, is_float, point_inde
 
 ValueAt = Callable[[SSAValue, Sequence[Index]], SSAValue]
 
+RANKING_OPS = (graph.SortOp, graph.TopKOp)
+"""Ops that scatter their results: always materialised, by `emit_ranking`."""
+
 
 def _precedes_ascending(em: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
     """a sorts strictly before b ascending (NaN last)."""

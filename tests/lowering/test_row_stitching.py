@@ -20,8 +20,8 @@ from xdsl.ir import Operation, SSAValue
 import graphfuse
 from graphfuse.dialects import graph, loop
 from graphfuse.lowering.cpu.gemm.loop_split_epilogues import SplitEpiloguesPass
+from graphfuse.lowering.graph_to_loop.buffers import GlobalPool
 from graphfuse.lowering.graph_to_loop.kernel_lowering import (
-    GlobalPool,
     kernel_signature,
     lower_kernel,
     materialized_ops,
