@@ -222,3 +222,48 @@ def point_index(nest: loop.ParallelOp | loop.ReduceOp) -> tuple[Index, ...]:
         0 if bound == 1 else arg
         for bound, arg in zip(nest.shape, nest.body.block.args, strict=True)
     )
+
+
+def constant_attr(value: float | int | bool, typ: Attribute) -> FloatAttr | IntegerAttr:
+    """The attribute of an `arith.constant` of `typ` holding `value` (as `Emitter` makes it)."""
+    if isinstance(typ, AnyFloat):
+        return FloatAttr(float(value), typ)
+    assert isa(typ, IntegerType | IndexType)
+    return IntegerAttr(_wrap(int(value), typ), typ)
+
+
+class BlockBuilder:
+    """Appends ops to one block, with `Emitter`'s `emit`/`add`; constants go where asked.
+
+    Unlike `Emitter` it reuses nothing and hoists nothing: every `constant` is a new op at
+    the end of the block, so the code that replaces a loop nest or an op (tiled GEMMs,
+    math expansions) comes out in exactly the order it is written. A builder made without
+    a block fills a fresh one, whose ops `take` hands to a rewriter.
+    """
+
+    def __init__(self, block: Block | None = None):
+        self.block = block if block is not None else Block()
+
+    def emit(self, op: Operation) -> SSAValue:
+        """Appends `op` and returns its (single or first) result."""
+        self.block.add_op(op)
+        return op.results[0]
+
+    def add(self, op: Operation) -> None:
+        """Appends an op with no result used further (stores, yields, loops)."""
+        self.block.add_op(op)
+
+    def constant(self, value: float | int | bool, typ: Attribute) -> SSAValue:
+        """A new `arith.constant` of `typ`, appended here."""
+        return self.emit(arith.ConstantOp(constant_attr(value, typ)))
+
+    def index(self, value: int) -> SSAValue:
+        """A new `index` constant, appended here."""
+        return self.constant(value, INDEX)
+
+    def take(self) -> list[Operation]:
+        """Detaches the block's ops and returns them, in order."""
+        ops = list(self.block.ops)
+        for op in ops:
+            op.detach()
+        return ops

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
-from graphfuse.lowering.cpu.gemm.loop_tile_matmul import MR
+from graphfuse.lowering.cpu.gemm.tile_plan import MR
 from graphfuse.testing.compare import compile_and_compare
 from graphfuse.testing.random_graphs import random_graph
 from tests.conftest import parse

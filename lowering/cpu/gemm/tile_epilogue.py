@@ -27,14 +27,14 @@ from collections.abc import Sequence
 
 from xdsl.dialects import math, vector
 from xdsl.dialects.builtin import IndexType, VectorType, i1
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from graphfuse.dialects import loop
+from graphfuse.dialects.loop.emitter import BlockBuilder
 from graphfuse.lowering.cpu.gemm.contractions import Contraction
+from graphfuse.lowering.cpu.gemm.gemm_builder import Mapping
 
 _VECTOR_MATH = (math.AbsFOp, math.SqrtOp)
-
-Mapping = dict[SSAValue, SSAValue]
 
 
 def _epilogue_ops(found: Contraction) -> list[Operation]:
@@ -101,17 +101,13 @@ def vector_epilogue_fits(found: Contraction, lanes: int) -> bool:
 
 
 class _VectorBody:
-    """Clones the epilogue into `block` with lane-varying values as vectors."""
+    """Clones the epilogue into `out`'s block with lane-varying values as vectors."""
 
-    def __init__(self, block: Block, mapping: Mapping, varying: set[SSAValue], lanes: int):
-        self.block = block
+    def __init__(self, out: BlockBuilder, mapping: Mapping, varying: set[SSAValue], lanes: int):
+        self.out = out
         self.mapping = mapping
         self.varying = varying
         self.lanes = lanes
-
-    def add(self, op: Operation) -> SSAValue:
-        self.block.add_op(op)
-        return op.results[0]
 
     def get(self, value: SSAValue) -> SSAValue:
         """The clone's value for `value` (itself if defined outside the nest)."""
@@ -122,23 +118,25 @@ class _VectorBody:
         mapped = self.get(value)
         if value in self.varying:
             return mapped
-        return self.add(vector.BroadcastOp(mapped, VectorType(mapped.type, [self.lanes])))
+        return self.out.emit(vector.BroadcastOp(mapped, VectorType(mapped.type, [self.lanes])))
 
     def clone(self, op: Operation) -> None:
         if not any(v in self.varying for v in op.operands):
             copy = op.clone(value_mapper=self.mapping)
-            self.block.add_op(copy)
+            self.out.add(copy)
             self.mapping.update(zip(op.results, copy.results, strict=True))
             return
         self.varying.update(op.results)
         if isinstance(op, loop.LoadOp):
             typ = VectorType(op.result.type, [self.lanes])
             indices = [self.get(i) for i in op.indices]
-            self.mapping[op.result] = self.add(vector.LoadOp(self.get(op.buffer), indices, typ))
+            self.mapping[op.result] = self.out.emit(
+                vector.LoadOp(self.get(op.buffer), indices, typ)
+            )
         elif isinstance(op, loop.StoreOp):
             indices = [self.get(i) for i in op.indices]
             value = self.vector_of(op.value)
-            self.block.add_op(vector.StoreOp(value, self.get(op.buffer), indices))
+            self.out.add(vector.StoreOp(value, self.get(op.buffer), indices))
         else:
             operands = [self.vector_of(v) for v in op.operands]
             result_types: list[Attribute] = [VectorType(r.type, [self.lanes]) for r in op.results]
@@ -148,17 +146,17 @@ class _VectorBody:
                 properties=dict(op.properties),
                 attributes=dict(op.attributes),
             )
-            self.block.add_op(copy)
+            self.out.add(copy)
             self.mapping.update(zip(op.results, copy.results, strict=True))
 
 
 def emit_vector_epilogue(
-    block: Block, found: Contraction, mapping: Mapping, sums: SSAValue, lanes: int
+    out: BlockBuilder, found: Contraction, mapping: Mapping, sums: SSAValue, lanes: int
 ) -> None:
     """The epilogue on `lanes` columns: `mapping` gives the nest's indices (the innermost
     column index: the first of them), `sums` is the tile's vector<lanes x f32> of them."""
     lane = found.nest.body.block.args[found.columns[-1]]
-    body = _VectorBody(block, dict(mapping), {lane, found.reduce.result}, lanes)
+    body = _VectorBody(out, dict(mapping), {lane, found.reduce.result}, lanes)
     body.mapping[found.reduce.result] = sums
     for op in _epilogue_ops(found):
         body.clone(op)

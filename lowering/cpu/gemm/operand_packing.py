@@ -1,0 +1,221 @@
+"""Packing a tiled GEMM's operands into the layout its tiles read (Goto's algorithm).
+
+`Ap[slot][m][k]` holds A row by row; `Bp[slot][p][k][c]` holds B in panels of NR columns,
+zero past the last column, so a tile reads B as two aligned vector loads per k. Each
+element is B or A evaluated at (m, k) or (k, n) by cloning the original load and its
+index arithmetic, so a convolution's im2col is this packing, done once. B's full panels
+are copied by vector loads along its rows (row_panels.py) or by 8x8 transposes of a
+channels-last input (transposed_pack.py) where the plan says they can be.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, memref, vector
+from xdsl.dialects.builtin import VectorType, f32
+from xdsl.ir import SSAValue
+
+from graphfuse.dialects import loop
+from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder, Mapping
+from graphfuse.lowering.cpu.gemm.row_panels import RowRun, collapsed_source
+from graphfuse.lowering.cpu.gemm.tile_plan import TilePlan
+from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, transpose8
+
+PACK_ROWS_PER_TASK = 64
+PACK_PANELS = 16
+"""Panels of B packed by one task: rows of B are read in runs of 256 floats."""
+_BLOCK_VEC = VectorType(f32, [BLOCK])
+
+Span = tuple[SSAValue, SSAValue]
+
+
+class OperandPacker:
+    """Emits the packing of A into `packed_a` and of B into `packed_b` as `plan` says."""
+
+    def __init__(self, plan: TilePlan, packed_a: SSAValue | None, packed_b: SSAValue):
+        self.plan = plan
+        self.found = plan.found
+        self.packed_a = packed_a
+        self.packed_b = packed_b
+
+    def batch(self, em: GemmBuilder, point: SSAValue) -> Mapping:
+        """The batch indices of batch point `point`."""
+        return em.bind(self.plan.batch_args, point, self.plan.batch_shape)
+
+    def pack_all_a(self, em: GemmBuilder) -> None:
+        """All of Ap, in tasks of PACK_ROWS_PER_TASK rows of one slot."""
+        row_groups = -(-self.found.m // PACK_ROWS_PER_TASK)
+        count = self.plan.slot_counts[0] * row_groups
+        em.parallel(count, self.plan.threads, lambda task, i: self._pack_a(task, i, row_groups))
+
+    def pack_all_b(self, em: GemmBuilder) -> None:
+        """All of Bp, in tasks of PACK_PANELS panels of one slot."""
+        count = self.plan.slot_counts[1] * -(-self.plan.panels // PACK_PANELS)
+        em.parallel(count, self.plan.threads, self._pack_b)
+
+    def _pack_a(self, em: GemmBuilder, task: SSAValue, row_groups: int) -> None:
+        """Ap[slot][m][k] = A at (batch slot, row m, reduction index k)."""
+        found = self.found
+        slot, group = em.divide(task, row_groups)
+        first, last = em.chunk(group, PACK_ROWS_PER_TASK, found.m)
+        batch = self.batch(em, slot) if self.plan.a_batched else {}
+        _, row = em.loop(first, last)
+        m = row.block.args[0]
+        mapping = dict(batch)
+        mapping.update(row.bind(found.args(found.rows), m, self.plan.dims(found.rows)))
+        inner, reduction, k = self._over_reduction(row)
+        mapping.update(reduction)
+        value = inner.evaluate(found.a, mapping)
+        assert self.packed_a is not None
+        inner.add(memref.StoreOp.get(value, self.packed_a, [slot, m, k]))
+        inner.end_loops(em)
+
+    def _pack_b(self, em: GemmBuilder, task: SSAValue) -> None:
+        """Bp[slot][p][k][c] = B at (batch slot, column NR p + c, k), for the panels of
+        group `task`."""
+        groups = -(-self.plan.panels // PACK_PANELS)
+        slot, group = em.divide(task, groups)
+        first, last_panel = em.chunk(group, PACK_PANELS, self.plan.panels)
+        mapping = self.batch(em, slot) if self.plan.b_batched else {}
+        self.pack_b_panels(em, slot, (first, last_panel), mapping)
+
+    def pack_b_panels(self, em: GemmBuilder, slot: SSAValue, span: Span, batch: Mapping) -> None:
+        """Bp for the panels span[0]..span[1] of batch slot `slot`, whose batch indices
+        `batch` gives (empty for a B shared by every batch point). Full panels as the plan
+        says; the rest point by point: zero past column N (evaluated at column N - 1
+        there, so every load stays in bounds), the loops running k, panel, lane when B is
+        contiguous along its columns (reading rows of B in runs of PACK_PANELS x NR), else
+        panel, lane, k."""
+        first: SSAValue | None = span[0]
+        if self.plan.b_rows is not None or self.plan.b_transposed is not None:
+            first = self._pack_full_panels(em, slot, span, batch)
+        if first is not None:
+            self._pack_b_points(em, slot, (first, span[1]), dict(batch))
+
+    def _pack_full_panels(
+        self, em: GemmBuilder, slot: SSAValue, span: Span, mapping: Mapping
+    ) -> SSAValue | None:
+        """The full panels of `span` by vector copies; returns the first panel left for
+        `_pack_b_points` (the last panel, if in this span), None when there is none."""
+        found, nr = self.found, self.plan.nr
+        first, last_panel = span
+        full = em.index(found.n // nr)
+        end = em.emit(arith.MinUIOp(last_panel, full))
+        if self.plan.b_rows is not None:
+            self._pack_b_rows(em, slot, (first, end), mapping, self.plan.b_rows)
+        elif self.plan.b_transposed is not None:
+            self._pack_b_transposed(em, slot, (first, end), mapping, self.plan.b_transposed)
+        if found.n % nr == 0:
+            return None
+        return em.emit(arith.MaxUIOp(first, full))
+
+    def _pack_b_points(self, em: GemmBuilder, slot: SSAValue, span: Span, mapping: Mapping) -> None:
+        """`pack_b_panels` element by element."""
+        found, nr = self.found, self.plan.nr
+        k: SSAValue | None = None
+        outer, reduction = em, {}
+        if self.plan.b_columns_fastest:
+            outer, reduction, k = self._over_reduction(em)
+        _, panels = outer.loop(*span)
+        _, lane = panels.loop(panels.index(0), panels.index(nr))
+        p, c = panels.block.args[0], lane.block.args[0]
+        column = lane.emit(arith.AddiOp(lane.emit(arith.MuliOp(p, lane.index(nr))), c))
+        clamped = column
+        if found.n % nr:
+            clamped = lane.emit(arith.MinUIOp(column, lane.index(found.n - 1)))
+        mapping.update(lane.bind(found.args(found.columns), clamped, self.plan.dims(found.columns)))
+        last = lane
+        if k is None:
+            last, reduction, k = self._over_reduction(lane)
+        mapping.update(reduction)
+        value = last.evaluate(found.b, mapping)
+        if found.n % nr:
+            inside = last.emit(arith.CmpiOp(column, last.index(found.n), "ult"))
+            zero = last.constant(0.0, f32)
+            value = last.emit(arith.SelectOp(inside, value, zero))
+        last.add(memref.StoreOp.get(value, self.packed_b, [slot, p, k, c]))
+        last.end_loops(em)
+
+    def _over_reduction(
+        self, em: GemmBuilder, leading: int | None = None
+    ) -> tuple[GemmBuilder, Mapping, SSAValue]:
+        """Loops over the reduction's own dimensions (the first `leading` of them, or all;
+        no divisions per element); returns the innermost body, the reduction's indices
+        there and their linear position."""
+        reduce = self.found.reduce
+        mapping: Mapping = {}
+        linear: SSAValue = em.index(0)
+        inner = em
+        for arg, extent in zip(
+            reduce.body.block.args[:leading], reduce.shape[:leading], strict=True
+        ):
+            _, inner = inner.loop(inner.index(0), inner.index(extent))
+            mapping[arg] = inner.block.args[0]
+            scaled = inner.emit(arith.MuliOp(linear, inner.index(extent)))
+            linear = inner.emit(arith.AddiOp(scaled, inner.block.args[0]))
+        return inner, mapping, linear
+
+    def _panel_parts(
+        self, em: GemmBuilder, panels: Span, width: int
+    ) -> tuple[GemmBuilder, SSAValue, SSAValue, SSAValue]:
+        """Loops over the panels in `panels` and their parts of `width` columns; returns the
+        inner body, the panel, the part's first lane in the panel and its first column."""
+        nr = self.plan.nr
+        _, panel = em.loop(*panels)
+        _, part = panel.loop(panel.index(0), panel.index(nr // width))
+        p, h = panel.block.args[0], part.block.args[0]
+        lane0 = part.emit(arith.MuliOp(h, part.index(width)))
+        column0 = part.emit(arith.AddiOp(part.emit(arith.MuliOp(p, part.index(nr))), lane0))
+        return part, p, lane0, column0
+
+    def _pack_b_rows(
+        self, em: GemmBuilder, slot: SSAValue, panels: Span, mapping: Mapping, run: RowRun
+    ) -> None:
+        """Full panels of a B read along contiguous rows (`row_panels`): per reduction
+        index, panel and `lanes` columns, one vector load of B's collapsed rows and one
+        store."""
+        found = self.found
+        collapse, length = collapsed_source(run)
+        source = em.emit(collapse)
+        inner, reduction, k = self._over_reduction(em)
+        part, p, lane0, column0 = self._panel_parts(inner, panels, self.plan.lanes)
+        at = {**mapping, **reduction}
+        outer = found.args(found.columns)[: -run.dims]
+        position = column0
+        if outer:
+            runs, position = part.divide(column0, length)
+            at.update(part.bind(outer, runs, self.plan.dims(found.columns)[: -run.dims]))
+        local = part.clone_chain(found.b, at, skip=run.load)
+        indices = [local.get(i, i) for i in run.leading_indices]
+        value = part.emit(vector.LoadOp(source, [*indices, position], self.plan.vec))
+        part.add(vector.StoreOp(value, self.packed_b, [slot, p, k, lane0]))
+        part.end_loops(em)
+
+    def _pack_b_transposed(
+        self, em: GemmBuilder, slot: SSAValue, panels: Span, mapping: Mapping, load: loop.LoadOp
+    ) -> None:
+        """Full panels of a channels-last B (`transposed_pack`): per panel, half panel of 8
+        columns, outer reduction index and block of 8 innermost ones, 8 vector loads, one
+        8x8 transpose, 8 vector stores of panel rows."""
+        found = self.found
+        half, p, lane0, base = self._panel_parts(em, panels, BLOCK)
+        args, shape = found.reduce.body.block.args, found.reduce.shape
+        inner, reduction, linear = self._over_reduction(half, len(shape) - 1)
+        _, block = inner.loop(inner.index(0), inner.index(shape[-1] // BLOCK))
+        start = block.emit(arith.MuliOp(block.block.args[0], block.index(BLOCK)))
+        reduction[args[-1]] = start
+        first_k = block.emit(
+            arith.AddiOp(block.emit(arith.MuliOp(linear, block.index(shape[-1]))), start)
+        )
+        rows: list[SSAValue] = []
+        for offset in range(BLOCK):
+            column = block.emit(arith.AddiOp(base, block.index(offset)))
+            at = {**mapping, **reduction}
+            at.update(block.bind(found.args(found.columns), column, self.plan.dims(found.columns)))
+            local = block.clone_chain(found.b, at, skip=load)
+            indices = [local.get(i, i) for i in load.indices]
+            source = local.get(load.buffer, load.buffer)
+            rows.append(block.emit(vector.LoadOp(source, indices, _BLOCK_VEC)))
+        for q, column_values in enumerate(transpose8(block.emit, rows)):
+            k = block.emit(arith.AddiOp(first_k, block.index(q)))
+            block.add(vector.StoreOp(column_values, self.packed_b, [slot, p, k, lane0]))
+        block.end_loops(em)

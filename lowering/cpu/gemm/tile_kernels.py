@@ -1,0 +1,168 @@
+"""The tasks of a tiled GEMM: register tiles over packed panels, then the fused epilogue.
+
+A tile is MR rows x NR columns of the output: its sums live in 2 * MR vector registers
+for the whole K loop (per k two vector loads of the B panel, MR broadcasts of A, 2 * MR
+fused multiply-adds, nothing stored). The finished tile goes to a small stack buffer and
+the nest's epilogue (its body after the reduction: bias, activation, residual add) runs
+over its points while they are in L1, `lanes` columns at a time where tile_epilogue.py
+allows, else point by point. A task is one (batch point, row block, panel block): for each
+panel of its block, the row block's full tiles, then (last row block only) the rows left
+over (M mod MR) as a narrower tile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, memref, scf, vector
+from xdsl.dialects.builtin import f32
+from xdsl.ir import Region, SSAValue
+
+from graphfuse.dialects import loop
+from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder, Mapping
+from graphfuse.lowering.cpu.gemm.operand_packing import OperandPacker
+from graphfuse.lowering.cpu.gemm.tile_epilogue import emit_vector_epilogue, vector_epilogue_fits
+from graphfuse.lowering.cpu.gemm.tile_plan import MR, TilePlan
+
+
+@dataclass(frozen=True)
+class _Task:
+    """What every tile of one task shares."""
+
+    batch: Mapping
+    """The nest's batch indices at the task's batch point."""
+    slot_a: SSAValue
+    slot_b: SSAValue
+    tile: SSAValue
+    """The MR x NR stack buffer a finished tile's sums go to."""
+
+
+class TaskEmitter:
+    """Emits the body of one task of the plan (`task`), packing B there if it says so."""
+
+    def __init__(self, plan: TilePlan, packer: OperandPacker):
+        self.plan = plan
+        self.found = plan.found
+        self.packer = packer
+
+    def task(self, em: GemmBuilder, number: SSAValue) -> None:
+        """Task `number`: (batch point, row block, panel block), row-major."""
+        plan, found = self.plan, self.found
+        point, within = em.divide(number, plan.row_blocks * plan.panel_blocks)
+        row_block, panel_block = em.divide(within, plan.panel_blocks)
+        batch = self.packer.batch(em, point)
+        slot_a = point if plan.a_batched else em.index(0)
+        slot_b = point if plan.b_batched else em.index(0)
+        tile = em.emit(memref.AllocaOp.get(f32, shape=[MR, plan.nr]))
+        task = _Task(batch, slot_a, slot_b, tile)
+        full = found.m // MR
+        first_panel, last_panel = em.chunk(panel_block, plan.panels_per_task, plan.panels)
+        first, last = em.chunk(row_block, plan.per_task, full)
+        _, panel_loop = em.loop(first_panel, last_panel)
+        panel = panel_loop.block.args[0]
+        if plan.b_in_task:
+            next_panel = panel_loop.emit(arith.AddiOp(panel, panel_loop.index(1)))
+            own = batch if plan.b_batched else {}
+            self.packer.pack_b_panels(panel_loop, slot_b, (panel, next_panel), own)
+        if full:
+            _, rows = panel_loop.loop(first, last)
+            row0 = rows.emit(arith.MuliOp(rows.block.args[0], rows.index(MR)))
+            self._tile(rows, task, row0, panel, MR)
+            rows.add(scf.YieldOp())
+        if found.m % MR:
+            self._tail(panel_loop, task, row_block, panel)
+        panel_loop.add(scf.YieldOp())
+
+    def _tail(self, em: GemmBuilder, task: _Task, row_block: SSAValue, panel: SSAValue) -> None:
+        """The rows past the last full tile, in the last row block only."""
+        full, tail = divmod(self.found.m, MR)
+        is_last = em.emit(arith.CmpiOp(row_block, em.index(self.plan.row_blocks - 1), "eq"))
+        then = GemmBuilder()
+        self._tile(then, task, then.index(full * MR), panel, tail)
+        then.add(scf.YieldOp())
+        em.add(scf.IfOp(is_last, [], Region(then.block)))
+
+    def _tile(
+        self, em: GemmBuilder, task: _Task, row0: SSAValue, panel: SSAValue, rows: int
+    ) -> None:
+        """Sums of rows row0..row0+rows x the panel's columns, then the epilogue."""
+        found, lanes, vec = self.found, self.plan.lanes, self.plan.vec
+        init = em.emit(vector.BroadcastOp(found.reduce.init, vec))
+        row_values = [em.emit(arith.AddiOp(row0, em.index(r))) for r in range(rows)]
+        halves = [em.index(h * lanes) for h in range(2)]
+        for_op, step = em.loop(em.index(0), em.index(found.k), [init] * (2 * rows))
+        k = step.block.args[0]
+        accumulators = list(step.block.args[1:])
+        packed_b = self.packer.packed_b
+        b_halves = [
+            step.emit(vector.LoadOp(packed_b, [task.slot_b, panel, k, h], vec)) for h in halves
+        ]
+        sums: list[SSAValue] = []
+        for r, row in enumerate(row_values):
+            scalar = self._a_value(step, task, row, k)
+            spread = step.emit(vector.BroadcastOp(scalar, vec))
+            for h in range(2):
+                sums.append(step.emit(vector.FMAOp(spread, b_halves[h], accumulators[2 * r + h])))
+        step.add(scf.YieldOp(*sums))
+        for r in range(rows):
+            for h in range(2):
+                result = for_op.results[2 * r + h]
+                em.add(vector.StoreOp(result, task.tile, [em.index(r), halves[h]]))
+        self._epilogue(em, task, row_values, panel)
+
+    def _a_value(self, em: GemmBuilder, task: _Task, row: SSAValue, k: SSAValue) -> SSAValue:
+        """A at (row, k) of the task's batch point: from A itself or its packed copy."""
+        packed_a = self.packer.packed_a
+        if self.plan.a_in_place is None:
+            assert packed_a is not None
+            return em.emit(memref.LoadOp.get(packed_a, [task.slot_a, row, k]))
+        row_arg, k_arg = self.plan.a_in_place
+        return em.evaluate(self.found.a, {**task.batch, row_arg: row, k_arg: k})
+
+    def _epilogue(
+        self, em: GemmBuilder, task: _Task, row_values: Sequence[SSAValue], panel: SSAValue
+    ) -> None:
+        """The nest's epilogue on the tile's points, reading the sums from the tile buffer."""
+        found, nr = self.found, self.plan.nr
+        column0 = em.emit(arith.MuliOp(panel, em.index(nr)))
+        if found.n % nr == 0 and vector_epilogue_fits(found, self.plan.lanes):
+            self._vector_epilogue(em, task, row_values, column0)
+            return
+        columns = em.index(nr)
+        if found.n % nr:
+            left = em.emit(arith.SubiOp(em.index(found.n), column0))
+            columns = em.emit(arith.MinUIOp(left, columns))
+        rows_dims, columns_dims = self.plan.dims(found.rows), self.plan.dims(found.columns)
+        for r, row in enumerate(row_values):
+            local_rows = dict(task.batch)
+            local_rows.update(em.bind(found.args(found.rows), row, rows_dims))
+            _, point = em.loop(em.index(0), columns)
+            c = point.block.args[0]
+            local = dict(local_rows)
+            column = point.emit(arith.AddiOp(column0, c))
+            local.update(point.bind(found.args(found.columns), column, columns_dims))
+            local[found.reduce.result] = point.emit(
+                memref.LoadOp.get(task.tile, [point.index(r), c])
+            )
+            for op in found.nest.body.block.ops:
+                if op is not found.reduce and not isinstance(op, loop.YieldOp):
+                    point.add(op.clone(value_mapper=local))
+            point.add(scf.YieldOp())
+
+    def _vector_epilogue(
+        self, em: GemmBuilder, task: _Task, row_values: Sequence[SSAValue], column0: SSAValue
+    ) -> None:
+        """The epilogue of a full tile, `lanes` columns at a time (tile_epilogue.py)."""
+        found, lanes = self.found, self.plan.lanes
+        halves: list[Mapping] = []
+        for h in range(self.plan.nr // lanes):
+            column = em.emit(arith.AddiOp(column0, em.index(h * lanes)))
+            halves.append(em.bind(found.args(found.columns), column, self.plan.dims(found.columns)))
+        for r, row in enumerate(row_values):
+            rows = em.bind(found.args(found.rows), row, self.plan.dims(found.rows))
+            for h, columns in enumerate(halves):
+                sums = em.emit(
+                    vector.LoadOp(task.tile, [em.index(r), em.index(h * lanes)], self.plan.vec)
+                )
+                emit_vector_epilogue(em, found, {**task.batch, **rows, **columns}, sums, lanes)

@@ -1,0 +1,180 @@
+"""What loop-tile-matmul decides for one GEMM before it emits anything.
+
+The tile and panel sizes, which operands are packed and where (up front, once for
+constants, or by the task that reads them), how B's panels are read (along B's rows, by
+8x8 transposes, or point by point) and how the work is cut into parallel tasks: a pure
+function of the matched contraction and the pass options, so the packing and tile code
+(operand_packing.py, tile_kernels.py) only follow it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import MemRefType, VectorType, f32
+from xdsl.ir import Attribute, SSAValue
+
+from graphfuse.dialects import loop
+from graphfuse.lowering.cpu.gemm.contractions import Contraction, factor, reads_constants
+from graphfuse.lowering.cpu.gemm.row_panels import RowRun, row_run
+from graphfuse.lowering.cpu.gemm.transposed_pack import transposable_load
+
+MR = 6
+"""Rows of a register tile."""
+MAX_TILES_PER_TASK = 16
+"""A task's row tiles share each B panel from L2 (16 tiles: 96 rows)."""
+MIN_TASKS = 8
+"""Fewer tiles per task on short GEMMs, so both cores still get work."""
+
+
+@dataclass(frozen=True)
+class TilePlan:
+    """How one matched nest is packed, tiled and split into tasks: data only, no IR."""
+
+    found: Contraction
+    threads: bool
+    """Tasks and packing run as scf.parallel (else scf.for)."""
+    lanes: int
+    """f32 lanes of a vector register; a tile row is two of them."""
+    batch_args: Sequence[SSAValue]
+    batch_shape: Sequence[int]
+    a_batched: bool
+    b_batched: bool
+    a_in_place: tuple[SSAValue, SSAValue] | None
+    """A's row and reduction indices when the tiles read A where it is, else None."""
+    a_constant: bool
+    b_constant: bool
+    """The operand reads only constants: packed on the first call only."""
+    b_in_task: bool
+    """Each task packs its own panels right before its tiles read them."""
+    per_task: int
+    """Full row tiles per row block."""
+    row_blocks: int
+    panels_per_task: int
+    panel_blocks: int
+    b_columns_fastest: bool
+    """B's memory runs along the columns (a matmul's B[k, n]), not along k."""
+    b_rows: RowRun | None
+    """B's full panels are packed by vector loads along its rows (row_panels.py)."""
+    b_transposed: loop.LoadOp | None
+    """B's full panels are packed by 8x8 transposes of this load (transposed_pack.py)."""
+
+    @property
+    def nr(self) -> int:
+        """Panel width: a tile row is two vector registers."""
+        return 2 * self.lanes
+
+    @property
+    def vec(self) -> VectorType:
+        return VectorType(f32, [self.lanes])
+
+    @property
+    def panels(self) -> int:
+        return -(-self.found.n // self.nr)
+
+    @property
+    def points(self) -> int:
+        """Batch points."""
+        return math.prod(self.batch_shape)
+
+    @property
+    def tasks(self) -> int:
+        return self.points * self.row_blocks * self.panel_blocks
+
+    def dims(self, dims: Sequence[int]) -> list[int]:
+        """The nest's extents of `dims`."""
+        return [self.found.nest.shape[d] for d in dims]
+
+    @property
+    def slot_counts(self) -> tuple[int, int]:
+        """Slots of Ap and Bp: one per batch point when the operand has a batch, else 1."""
+        return (self.points if self.a_batched else 1, self.points if self.b_batched else 1)
+
+    def packed_types(self) -> tuple[MemRefType[Attribute], MemRefType[Attribute]]:
+        """The packed operands' buffers: Ap[slots][M][K] and Bp[slots][N/NR][K][NR]."""
+        found = self.found
+        a_slots, b_slots = self.slot_counts
+        return (
+            MemRefType(f32, [a_slots, found.m, found.k]),
+            MemRefType(f32, [b_slots, self.panels, found.k, self.nr]),
+        )
+
+
+def plan_tiling(
+    found: Contraction, threads: bool, constants: set[SSAValue], lanes: int
+) -> TilePlan:
+    """The plan for `found`; `constants` are the kernel's arguments every caller fills with
+    a constant."""
+    batch_args = found.args(found.batch)
+    batch_shape = [found.nest.shape[d] for d in found.batch]
+    points = math.prod(batch_shape)
+    b_batched = any(x in found.b.depends for x in batch_args)
+    b_constant = reads_constants(found.b, constants)
+    full = found.m // MR
+    # Row blocks of up to 16 tiles (one block for a short GEMM); then the panels are
+    # split too, until there are MIN_TASKS tasks. The row tail joins the last block.
+    per_task = min(full, MAX_TILES_PER_TASK) or 1
+    row_blocks = max(1, -(-full // per_task))
+    # With one row block (and B per batch point, or one point) every panel belongs to
+    # one task: that task packs it right before its tiles use it (from L2), not a pass
+    # over all of B before (through memory when B's panels outgrow the cache, and one
+    # more fork and join).
+    b_in_task = row_blocks == 1 and (b_batched or points == 1) and not b_constant
+    panels = -(-found.n // (2 * lanes))
+    wanted = -(-MIN_TASKS // (points * row_blocks))
+    panels_per_task = -(-panels // min(panels, max(1, wanted)))
+    columns_fastest = _columns_fastest(found)
+    return TilePlan(
+        found=found,
+        threads=threads,
+        lanes=lanes,
+        batch_args=batch_args,
+        batch_shape=batch_shape,
+        a_batched=any(x in found.a.depends for x in batch_args),
+        b_batched=b_batched,
+        a_in_place=_a_in_place(found, batch_args),
+        a_constant=reads_constants(found.a, constants),
+        b_constant=b_constant,
+        b_in_task=b_in_task,
+        per_task=per_task,
+        row_blocks=row_blocks,
+        panels_per_task=panels_per_task,
+        panel_blocks=-(-panels // panels_per_task),
+        b_columns_fastest=columns_fastest,
+        b_rows=row_run(found, lanes) if columns_fastest else None,
+        b_transposed=None if columns_fastest else transposable_load(found),
+    )
+
+
+def _a_in_place(
+    found: Contraction, batch_args: Sequence[SSAValue]
+) -> tuple[SSAValue, SSAValue] | None:
+    """A's row and reduction indices when A is a buffer read at [batch..., m, k] with m
+    and k the GEMM's single row and reduction index, last: its rows are then already
+    Ap's rows (k contiguous), and the tiles read it where it is instead of from a
+    packed copy (as BLAS SGEMM reads A). None when A must be packed."""
+    load = found.a.direct_load()
+    rows = found.args(found.rows)
+    reduction = found.reduce.body.block.args
+    if load is None or len(rows) != 1 or len(reduction) != 1:
+        return None
+    indices = list(load.indices)
+    leading = indices[: len(indices) - 2]
+    if indices[-2:] != [rows[0], reduction[0]]:
+        return None
+    if not all(i in batch_args for i in leading):
+        return None
+    return rows[0], reduction[0]
+
+
+def _columns_fastest(found: Contraction) -> bool:
+    """Whether B's memory runs along the columns (its last load index moves with
+    them, as a matmul's B[k, n]) rather than along k (a convolution's NHWC input)."""
+    loads = found.b.loads
+    if len(loads) != 1:
+        return True
+    last = factor(loads[0].indices[-1], found.nest)
+    columns = set(found.args(found.columns))
+    return last is None or bool(last.depends & columns) or loads[0].indices[-1] in columns
