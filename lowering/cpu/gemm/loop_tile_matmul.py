@@ -81,8 +81,8 @@ def _pack_once(em: GemmBuilder, entry: Block, packs: Sequence[Pack]) -> None:
     """Runs `packs` on the first call only: a factor that reads nothing but constants
     (a model's weights) stays packed in its scratch buffer. A one-byte scratch flag,
     zero as the caller allocates it, says whether it has been."""
-    flag = entry.insert_arg(MemRefType(IntegerType(8), [1]), len(entry.args))
     i8 = IntegerType(8)
+    flag = entry.insert_arg(MemRefType(i8, [1]), len(entry.args))
     zero = em.index(0)
     done = em.emit(memref.LoadOp.get(flag, [zero]))
     fresh = em.emit(arith.CmpiOp(done, em.constant(0, i8), "eq"))

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import Float32Type, FloatAttr, IntegerAttr, IntegerType, ModuleOp
+from xdsl.dialects.builtin import Float32Type, IntegerType, ModuleOp, f32
 from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -55,6 +55,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from graphfuse.dialects.loop.emitter import BlockBuilder
 from graphfuse.lowering.cpu.tuning.max_bounds import at_most_zero
 
 _CONTRACT = arith.FastMathFlagsAttr((FastMathFlag.ALLOW_CONTRACT,))
@@ -102,88 +103,68 @@ _ERF_Q = (
 )
 
 
-class _Builder:
-    """Collects the replacement ops for one math op."""
-
-    def __init__(self) -> None:
-        self.ops: list[Operation] = []
-
-    def add(self, op: Operation) -> SSAValue:
-        self.ops.append(op)
-        return op.results[0]
-
-    def const(self, value: float) -> SSAValue:
-        return self.add(arith.ConstantOp(FloatAttr(value, Float32Type())))
-
-    def int32(self, value: int) -> SSAValue:
-        return self.add(arith.ConstantOp(IntegerAttr(value, IntegerType(32))))
-
-    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        return self.add(arith.MulfOp(a, b, _CONTRACT))
-
-    def horner(self, z: SSAValue, coefficients: Sequence[float]) -> SSAValue:
-        """c0 z^k + ... + ck, each step a multiply-add LLVM may fuse into an FMA."""
-        acc = self.const(coefficients[0])
-        for c in coefficients[1:]:
-            acc = self.add(arith.AddfOp(self.mul(acc, z), self.const(c), _CONTRACT))
-        return acc
+def _mul(b: BlockBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
+    return b.emit(arith.MulfOp(x, y, _CONTRACT))
 
 
-def _tanh(x: SSAValue) -> _Builder:
-    b = _Builder()
-    limit = b.const(_TANH_SATURATED)
+def _horner(b: BlockBuilder, z: SSAValue, coefficients: Sequence[float]) -> SSAValue:
+    """c0 z^k + ... + ck, each step a multiply-add LLVM may fuse into an FMA."""
+    acc = b.constant(coefficients[0], f32)
+    for c in coefficients[1:]:
+        acc = b.emit(arith.AddfOp(_mul(b, acc, z), b.constant(c, f32), _CONTRACT))
+    return acc
+
+
+def _tanh(b: BlockBuilder, x: SSAValue) -> SSAValue:
+    limit = b.constant(_TANH_SATURATED, f32)
     # nsz: the clamp need not order -0 below +0 (x * P / Q keeps x's zero sign anyway).
     nsz = arith.FastMathFlagsAttr((FastMathFlag.NO_SIGNED_ZEROS,))
-    low = b.add(arith.MaximumfOp(x, b.add(arith.NegfOp(limit)), nsz))
-    clamped = b.add(arith.MinimumfOp(low, limit, nsz))
-    z = b.mul(clamped, clamped)
-    ratio = b.add(arith.DivfOp(b.mul(clamped, b.horner(z, _TANH_P)), b.horner(z, _TANH_Q)))
+    low = b.emit(arith.MaximumfOp(x, b.emit(arith.NegfOp(limit)), nsz))
+    clamped = b.emit(arith.MinimumfOp(low, limit, nsz))
+    z = _mul(b, clamped, clamped)
+    ratio = b.emit(arith.DivfOp(_mul(b, clamped, _horner(b, z, _TANH_P)), _horner(b, z, _TANH_Q)))
     # Exactly +-1 where tanh rounds to it (|x| >= 9): there c = +-9, and c * f32(1/9) rounds
     # to +-1. Testing z = c^2 >= 81 and scaling c reuse values at hand: 3 vector ops where
-    # abs, compare, copysign and select took 5 (tanh alone about 7% faster side by side).
-    # NaN compares false and keeps the ratio's NaN.
-    saturated = b.add(arith.CmpfOp(z, b.const(_TANH_SATURATED**2), "oge"))
-    b.add(arith.SelectOp(saturated, b.mul(clamped, b.const(1 / _TANH_SATURATED)), ratio))
-    return b
+    # abs, compare, copysign and select took 5. NaN compares false and keeps the ratio's NaN.
+    saturated = b.emit(arith.CmpfOp(z, b.constant(_TANH_SATURATED**2, f32), "oge"))
+    scaled = _mul(b, clamped, b.constant(1 / _TANH_SATURATED, f32))
+    return b.emit(arith.SelectOp(saturated, scaled, ratio))
 
 
-def _exp(x: SSAValue) -> _Builder:
-    b = _Builder()
+def _exp(b: BlockBuilder, x: SSAValue) -> SSAValue:
     # Both clamps are `c < x ? c : x` forms, which keep NaN and are one vminps/vmaxps on x86.
     # Above to 89 (unless x <= 0 is known, as for softmax's x - max(x)); below to -126 ln2,
     # where the scale below is 0, so results under 1.2e-38 (and exp(-inf)) are exactly 0.
     if not at_most_zero(x):
-        limit = b.const(_EXP_CLAMP)
-        x = b.add(arith.SelectOp(b.add(arith.CmpfOp(limit, x, "olt")), limit, x))
-    lowest = b.const(_EXP_LOWEST)
-    x = b.add(arith.SelectOp(b.add(arith.CmpfOp(x, lowest, "olt")), lowest, x))
+        limit = b.constant(_EXP_CLAMP, f32)
+        x = b.emit(arith.SelectOp(b.emit(arith.CmpfOp(limit, x, "olt")), limit, x))
+    lowest = b.constant(_EXP_LOWEST, f32)
+    x = b.emit(arith.SelectOp(b.emit(arith.CmpfOp(x, lowest, "olt")), lowest, x))
     # n = round(x / ln2) by the magic-number trick: adding 1.5 * 2^23 + 126 leaves n + 126 in
     # the low mantissa bits of t (as 0x4B400000 + n + 126; n + 126 is in [0, 254]), so
     # t << 23 is the exponent field of 2^(n-1) without a conversion or an integer add.
-    rounder = b.const(_EXP_ROUNDER + 126)
-    t = b.add(arith.AddfOp(b.mul(x, b.const(1.4426950408889634)), rounder, _CONTRACT))
-    n = b.add(arith.SubfOp(t, rounder))
-    r = b.add(arith.SubfOp(x, b.mul(n, b.const(_EXP_LN2_HIGH)), _CONTRACT))
-    r = b.add(arith.SubfOp(r, b.mul(n, b.const(_EXP_LN2_LOW)), _CONTRACT))
+    rounder = b.constant(_EXP_ROUNDER + 126, f32)
+    t = b.emit(arith.AddfOp(_mul(b, x, b.constant(1.4426950408889634, f32)), rounder, _CONTRACT))
+    n = b.emit(arith.SubfOp(t, rounder))
+    r = b.emit(arith.SubfOp(x, _mul(b, n, b.constant(_EXP_LN2_HIGH, f32)), _CONTRACT))
+    r = b.emit(arith.SubfOp(r, _mul(b, n, b.constant(_EXP_LN2_LOW, f32)), _CONTRACT))
     # 2 exp(r): doubling the coefficients is exact and spares the final * 2.
-    twice = b.horner(r, _EXP_P)
+    twice = _horner(b, r, _EXP_P)
     i32 = IntegerType(32)
-    bits = b.add(arith.ShLIOp(b.add(arith.BitcastOp(t, i32)), b.int32(23)))
-    b.mul(twice, b.add(arith.BitcastOp(bits, Float32Type())))
-    return b
+    bits = b.emit(arith.ShLIOp(b.emit(arith.BitcastOp(t, i32)), b.constant(23, i32)))
+    return _mul(b, twice, b.emit(arith.BitcastOp(bits, f32)))
 
 
-def _erf(x: SSAValue) -> _Builder:
-    b = _Builder()
-    clamped = b.add(arith.MinimumfOp(b.add(arith.MaximumfOp(x, b.const(-4.0))), b.const(4.0)))
-    z = b.add(arith.MulfOp(clamped, clamped))
-    p = b.add(arith.MulfOp(b.horner(z, _ERF_P), clamped))
-    q = b.horner(z, _ERF_Q)
-    b.add(arith.DivfOp(p, q))
-    return b
+def _erf(b: BlockBuilder, x: SSAValue) -> SSAValue:
+    low = b.emit(arith.MaximumfOp(x, b.constant(-4.0, f32)))
+    clamped = b.emit(arith.MinimumfOp(low, b.constant(4.0, f32)))
+    z = b.emit(arith.MulfOp(clamped, clamped))
+    p = b.emit(arith.MulfOp(_horner(b, z, _ERF_P), clamped))
+    q = _horner(b, z, _ERF_Q)
+    return b.emit(arith.DivfOp(p, q))
 
 
-_Expansions = dict[type[Operation], Callable[[SSAValue], _Builder]]
+_Expansions = dict[type[Operation], Callable[[BlockBuilder, SSAValue], SSAValue]]
 
 
 class Approximate(RewritePattern):
@@ -196,8 +177,9 @@ class Approximate(RewritePattern):
         expand = self.expansions.get(type(op))
         if expand is None or op.operands[0].type != Float32Type():
             return
-        built = expand(op.operands[0])
-        rewriter.replace(op, built.ops, [built.ops[-1].results[0]])
+        built = BlockBuilder()
+        result = expand(built, op.operands[0])
+        rewriter.replace(op, built.take(), [result])
 
 
 @dataclass(frozen=True)

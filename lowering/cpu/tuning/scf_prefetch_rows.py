@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     i32,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -48,7 +48,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects.graph import element_bytes
-from graphfuse.lowering.loop_to_upstream.loop_indexing import index
+from graphfuse.dialects.loop.emitter import BlockBuilder
 
 MIN_ROW_BYTES = 1024
 MIN_BUFFER_BYTES = 1 << 20
@@ -119,24 +119,15 @@ def _prefetch_next_row(after: scf.ForOp, buffer: SSAValue, outer: tuple[SSAValue
     typ = cast(MemRefType[Attribute], buffer.type)
     shape = typ.get_shape()
     line = max(1, LINE_BYTES // element_bytes(typ.get_element_type()))
-    ops: list[Operation] = []
-
-    def const(value: int) -> SSAValue:
-        op = index(value)
-        ops.append(op)
-        return op.result
-
+    b = BlockBuilder()
     # The next row: the innermost outer index plus one, kept inside the buffer.
-    row = outer[-1]
-    step = arith.AddiOp(row, const(1))
-    clamped = arith.MinUIOp(step.result, const(shape[len(outer) - 1] - 1))
-    ops.extend([step, clamped])
-    next_row = (*outer[:-1], clamped.result)
+    one, last = b.index(1), b.index(shape[len(outer) - 1] - 1)
+    clamped = b.emit(arith.MinUIOp(b.emit(arith.AddiOp(outer[-1], one)), last))
+    next_row = (*outer[:-1], clamped)
     body = Block(arg_types=[IndexType()])
     body.add_ops([PrefetchOp(buffer, [*next_row, body.args[0]]), scf.YieldOp()])
-    lines = scf.ForOp(const(0), const(shape[-1]), const(line), [], Region(body))
-    ops.append(lines)
-    Rewriter.insert_op(ops, InsertPoint.after(after))
+    b.add(scf.ForOp(b.index(0), b.index(shape[-1]), b.index(line), [], Region(body)))
+    Rewriter.insert_op(b.take(), InsertPoint.after(after))
 
 
 def _row_loops(module: ModuleOp) -> list[tuple[Block, tuple[SSAValue, ...]]]:
