@@ -6,18 +6,6 @@ in destination-passing style: the caller passes a buffer for every result, and o
 buffer for every value that crosses kernels without being returned (and for values a kernel
 materialises inside itself), so running the function allocates nothing. The attributes
 `graphfuse.outputs` and `graphfuse.scratch` say how many buffers of each kind it takes.
-
-    func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
-      %k = graph.fused "fused_exp"(%x) kind = elemwise : (tensor<8xf32>) -> tensor<8xf32> {...}
-      func.return %k : tensor<8xf32>
-    }
-  becomes
-    loop.kernel @fused_exp {...}
-    func.func @f(%x: memref<8xf32>, %out: memref<8xf32>) attributes {graphfuse.outputs = 1 ...} {
-      loop.call @fused_exp(%x, %out) : memref<8xf32>, memref<8xf32>
-      func.return
-    }
-
 Ops outside kernels other than constants are refused: run graph-fuse first.
 """
 
@@ -50,7 +38,21 @@ from graphfuse.lowering.graph_to_loop.operand_layouts import OPERAND_COPIES
 
 @dataclass(frozen=True)
 class ConvertGraphToLoopPass(ModulePass):
-    """Lower fused graph functions to loop kernels called on buffers."""
+    """Lower fused graph functions to loop kernels called on buffers.
+
+      func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+        %k = graph.fused "fused_exp"(%x) kind = elemwise
+            : (tensor<8xf32>) -> tensor<8xf32> {...}
+        func.return %k : tensor<8xf32>
+      }
+    becomes
+      loop.kernel @fused_exp {...}
+      func.func @f(%x: memref<8xf32>, %out: memref<8xf32>)
+          attributes {graphfuse.outputs = 1 ...} {
+        loop.call @fused_exp(%x, %out) : memref<8xf32>, memref<8xf32>
+        func.return
+      }
+    """
 
     name = "convert-graph-to-loop"
 

@@ -3,8 +3,8 @@
 Each function takes the output index tuple and returns the operand's index tuple (a mix of
 known integers and `index` values; the emitter folds the known parts). Broadcast, transpose,
 reshape and slice are pure index arithmetic; pad and concat also need a condition, which
-`kernel_lowering` turns into a clamped load and a select so the loop body stays branch-free
-(and vectorisable).
+`data_movement_rules` turns into a clamped load and a select so the loop body stays
+branch-free (and vectorisable).
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Which reduction kernels are lowered row by row ("stitched"), and what each row keeps.
 
-A softmax kernel (reduce_max -> sub -> exp -> reduce_sum -> div over the rows of [N, M])
-has two reductions that later stages broadcast back over the row. Lowered in stages, each
-reduction is a loop over all rows writing a scratch buffer, and every stage streams the
-whole input from memory again (recomputing exp each time). Stitched, the kernel is one
-loop over the rows; per row it computes each reduction once as a scalar, then writes the
-row's results in an inner loop, while the row is still in cache (the reduction stitching
-of APOLLO and IREE's dispatch regions):
+Lowered in stages, each reduction of a softmax over the rows of [N, M] is a loop over all
+rows writing a scratch buffer, and every stage streams the whole input again. Stitched, the
+kernel is one loop over the rows; per row it computes each reduction once as a scalar, then
+writes the row's results in an inner loop while the row is in cache (the reduction
+stitching of APOLLO and IREE's dispatch regions):
 
     loop.parallel [N] {^(%i):
       %max = loop.reduce max [M] {x[i, k]}
@@ -14,34 +12,7 @@ of APOLLO and IREE's dispatch regions):
       loop.parallel [M] {^(%j): out[i, j] = exp(x[i, j] - %max) / %sum}
     }
 
-A kernel qualifies when every op that would be materialised reduces the trailing dims of
-its input over the same leading "row" dims L (at least two rows), no operand is copied to
-another layout, every result's shape starts with L, and everything computed from a
-reduction reads it at its own row (elementwise ops of one rank, broadcast_to, reshapes
-that keep L, reductions of trailing dims): then each reduction is read only at the row
-being computed, and the emitter's cache finds the row's scalar instead of recomputing it.
-
-Kept rows. Softmax needs exp(x - max) twice per row: inside the sum and for the output.
-Recomputing it costs a second exp per element; keeping it costs a store and a load of a
-row that is in L1. So a reduction's input that is costly (its elementwise cone holds exp,
-log, tanh, sigmoid, erf, sqrt, rsqrt, div or pow) and that something other than a
-reduction also uses is written once per row, by the first reduction that reads it (its
-body stores each element as it sums it), into the row of an output buffer of its shape
-(PyTorch's CPU softmax does the same); later reductions and the result loop load it, and
-the result loop overwrites it last. Measured on softmax 4096x1024 (one thread, 2-core
-EPYC, before exp was inlined): 4.1 ms kept, 6.6 ms recomputed. Cheap inputs (layer-norm's
-(x - mean)^2, RMS-norm's x*x) are recomputed: one multiply costs less than a store and a
-load.
-
-That output row is safe to borrow because every read of the kept value is at the point
-being computed (elementwise ops of its shape, or reductions of whole rows, which run
-before any result is stored) and the result loop loads it before storing there. Without
-such an output (an f16 result would round the kept value; no result of its shape) the
-value is recomputed. A stack buffer per row is not used: MLIR's canonicaliser inlines a
-`memref.alloca_scope` into an `scf.for`/`scf.parallel` body (an automatic allocation
-scope), but the lowering to `cf` restores no stack, so each row's `alloca` stays live
-until the kernel returns: softmax 4096x1024 on one thread needs 16 MiB of stack and
-crashes.
+`stitched_rows` says which kernels qualify; `row_plan` which costly values a row keeps.
 """
 
 from __future__ import annotations
@@ -59,7 +30,7 @@ from graphfuse.dialects.loop.emitter import Index, compute_type, is_float
 from graphfuse.lowering.graph_to_loop.scalar_ops import SCALAR_RULES
 
 ROW_BUFFERS = True
-"""Keep costly values a row reduction and a later stage both need (see module docstring)."""
+"""Keep costly values a row reduction and a later stage both need (see `row_plan`)."""
 
 COSTLY_OPS: tuple[type[Operation], ...] = (
     graph.ExpOp,
@@ -150,7 +121,15 @@ def stitched_rows(
     materialized: Sequence[Operation], results: Sequence[SSAValue], copied: bool
 ) -> tuple[int, ...] | None:
     """The row dims L of a kernel that qualifies for the stitched lowering, else None
-    (`materialized`: its ops needing a buffer when staged; `copied`: it copies operands)."""
+    (`materialized`: its ops needing a buffer when staged; `copied`: it copies operands).
+
+    A kernel qualifies when every op that would be materialised reduces the trailing dims
+    of its input over the same leading "row" dims L (at least two rows), no operand is
+    copied to another layout, every result's shape starts with L, and everything computed
+    from a reduction reads it at its own row (elementwise ops of one rank, broadcast_to,
+    reshapes that keep L, reductions of trailing dims): then each reduction is read only
+    at the row being computed, and the emitter's cache finds the row's scalar instead of
+    recomputing it."""
     if not materialized or copied:
         return None
     reductions = [op for op in materialized if isinstance(op, graph.ReduceOp)]
@@ -242,7 +221,25 @@ def row_plan(
     results: Sequence[SSAValue],
     rows: tuple[int, ...],
 ) -> RowPlan:
-    """The plan of a kernel `stitched_rows` accepted (`ops`: the kernel body in order)."""
+    """The plan of a kernel `stitched_rows` accepted (`ops`: the kernel body in order).
+
+    Kept rows. Softmax needs exp(x - max) twice per row: inside the sum and for the
+    output. Recomputing it costs a second exp per element; keeping it costs a store and a
+    load of a row that is in L1. So a reduction's input that is costly (its elementwise
+    cone holds one of `COSTLY_OPS`) and that something other than a reduction also uses
+    is written once per row, by the first reduction that reads it (its body stores each
+    element as it sums it), into the row of an output buffer of its shape (PyTorch's CPU
+    softmax does the same); later reductions and the result loop load it, and the result
+    loop overwrites it last. Cheap inputs (layer-norm's (x - mean)^2, RMS-norm's x*x) are
+    recomputed: one multiply costs less than a store and a load.
+
+    That output row is safe to borrow because every read of the kept value is at the
+    point being computed (elementwise ops of its shape, or reductions of whole rows, which
+    run before any result is stored) and the result loop loads it before storing there.
+    Without such an output (an f16 result would round the kept value; no result of its
+    shape) the value is recomputed. Not a stack buffer per row: the lowering to `cf`
+    restores no stack in an `scf.for`/`scf.parallel` body, so each row's `alloca` would
+    stay live until the kernel returns (docs/decisions.md)."""
     reductions = [op for op in materialized if isinstance(op, graph.ReduceOp)]
     dependent = set(_forward(op.result for op in reductions))
     row_values: list[SSAValue] = [
