@@ -3,19 +3,15 @@ concat, for the CPU build.
 
 loop-tile-matmul computes a convolution as the implicit GEMM of im2col, whose rows are
 output channels that only the weights read. In a grouped convolution the input channels an
-output point reads depend on its output channel's group, so the loop nest has no such rows
-and keeps a dot product per output point: a 2-group [4,128,56,56] 3x3 convolution ran 6x
-slower than onnxruntime's. Split, each group is an ordinary convolution of the group's
-input channels (a slice) with the group's filters, each a GEMM that tiles, and the concat
-along channels (with the epilogue the convolution had) is one memory-bound kernel, as
-onnxruntime runs one GEMM per group.
-
-Left whole: depthwise convolutions (one input channel per group: the direct form
-vectorises along output columns and keeps up with onnxruntime), groups too small to tile
-(`worth_tiling`, or fewer than MIN_GROUP_ROWS filters per group), more than MAX_GROUPS
-groups (the graph would grow by three ops per group), and element types other than f32
-(loop-tile-matmul computes f32 only). The GPU build does not run this pass: there every
-output point is a thread either way.
+output point reads depend on its output channel's group, so the nest has no such rows and
+keeps a slow dot product per output point. Split, each group is an ordinary convolution of
+the group's input channels (a slice) with its filters, a GEMM that tiles, and the concat
+(with the convolution's epilogue) is one memory-bound kernel, as onnxruntime runs one GEMM
+per group. Left whole: depthwise convolutions (their direct form vectorises along output
+columns), groups too small to tile (`worth_tiling`, or fewer than MIN_GROUP_ROWS filters
+per group), more than MAX_GROUPS groups (the graph grows by three ops per group), and
+element types other than f32 (loop-tile-matmul computes f32 only). The GPU build does not
+run this pass: there every output point is a thread either way.
 """
 
 from __future__ import annotations

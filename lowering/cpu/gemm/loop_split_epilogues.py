@@ -5,18 +5,7 @@ A kernel computes `gelu(sum_k A[m,k] B[k,n] + b[n])` as one loop over (m, n) wit
 k-sum inside. LLVM vectorises the innermost loop, the k-sum, and leaves the epilogue (here
 tanh and divisions, once per output element) scalar. This pass distributes the innermost
 dimension: per outer point, a first loop computes the accumulators of a row into a small
-stack buffer, and a second loop, now free of reductions, runs the epilogue vectorised:
-
-    loop.parallel [M, N] {^(%m, %n): %acc = loop.reduce ...; <epilogue>; loop.store ...}
-  ->
-    loop.parallel [M] {^(%m):
-      memref.alloca_scope {
-        %row = memref.alloca() : memref<Nxf32>
-        loop.parallel [N] {^(%n): %acc = loop.reduce ...; loop.store %acc, %row[%n]}
-        loop.parallel [N] {^(%n): %acc = loop.load %row[%n]; <epilogue>; loop.store ...}
-      }
-    }
-
+stack buffer, and a second loop, now free of reductions, runs the epilogue vectorised.
 Both loops are clones of the original body; what each does not need is dead and removed
 by the canonicaliser. It applies only where the epilogue has a division or a `math` op
 (cheap epilogues are not worth a second pass over the row) and the row fits in 64 KiB, and
@@ -146,7 +135,18 @@ def split(nest: loop.ParallelOp) -> None:
 
 @dataclass(frozen=True)
 class SplitEpiloguesPass(ModulePass):
-    """Run costly epilogues of reductions in a loop of their own (see module docstring)."""
+    """Run costly epilogues of reductions in a loop of their own, per outer point:
+
+      loop.parallel [M, N] {^(%m, %n): %acc = loop.reduce ...; <epilogue>; loop.store ...}
+    ->
+      loop.parallel [M] {^(%m):
+        memref.alloca_scope {
+          %row = memref.alloca() : memref<Nxf32>
+          loop.parallel [N] {^(%n): %acc = loop.reduce ...; loop.store %acc, %row[%n]}
+          loop.parallel [N] {^(%n): %acc = loop.load %row[%n]; <epilogue>; loop.store ...}
+        }
+      }
+    """
 
     name = "loop-split-epilogues"
 

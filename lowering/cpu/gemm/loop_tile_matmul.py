@@ -9,10 +9,8 @@ GEMM of im2col), its sizes and task split decided (tile_plan.py), the operands p
 panels (operand_packing.py) and the output computed in MR x NR register tiles by tasks of one
 `scf.parallel`, the epilogue run on each finished tile (tile_kernels.py). Packed operands are
 scratch buffers the caller allocates once; an operand that reads only constants (a model's
-weights) is packed on the first call only.
-
-Nests contractions.py does not take, and those too small to be worth tiling, are left for
-convert-loop-to-upstream.
+weights) is packed on the first call only. Nests contractions.py does not take, and those
+too small to be worth tiling, are left for convert-loop-to-upstream.
 """
 
 from __future__ import annotations

@@ -3,17 +3,14 @@
 loop-tile-matmul's B panel holds, for each reduction index k, NR output columns side by
 side. When B is a matmul's `[K, N]` or a 1x1 convolution's NCHW input (`x[n, c, h, w]`:
 for one channel the (h, w) columns are one contiguous run of H*W floats), a panel row is a
-slice of one row of B, but it was packed element by element, with each column split into
-its dimensions: for MobileNetV2's 1x1 convolutions (K = 16 to 96) that copy cost as much
-as the multiply-adds. Here each `lanes` columns of a panel row are one vector load from B,
-viewed with the run's dimensions collapsed into one (so the load never crosses a dimension
-of the memref it reads), and one vector store.
-
-It applies when B is one load whose trailing indices are the trailing column indices
-themselves over memref dimensions of the same extents (the run), no other index reads the
-run's columns, and `lanes` columns from a multiple of `lanes` stay inside one run (the run
-a multiple of `lanes`, or all columns one run). Full panels only: a last panel past N is
-packed point by point, with its clamps.
+slice of one row of B. Rather than element by element, with each column split into its
+dimensions, each `lanes` columns of a panel row are then one vector load from B, viewed
+with the run's dimensions collapsed into one (so the load never crosses a dimension of the
+memref it reads), and one vector store. It applies when B is one load whose trailing
+indices are the trailing column indices themselves over memref dimensions of the same
+extents (the run), no other index reads the run's columns, and `lanes` columns from a
+multiple of `lanes` stay inside one run (the run a multiple of `lanes`, or all columns one
+run). Full panels only: a last panel past N is packed point by point, with its clamps.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
-"""The epilogue of a loop-tile-matmul tile on 8 columns at a time (vector<8x...>; 16, a
-vector<16x...>, for AVX-512 targets: `lanes` below).
+"""The epilogue of a loop-tile-matmul tile on `lanes` columns at a time (vector<lanes x T>).
 
-A finished 6x16 tile holds 96 sums; the kernel's epilogue (bias, batch-norm, activation,
-residual add, the store) runs on each. Run point by point it is scalar code with the
-columns' index arithmetic per point: for a 1x1 convolution with K = 64 that costs more than
-the tile's 768 FMAs. Here each row of the tile runs the epilogue twice, on 8 columns each:
-every value that varies along the columns becomes a vector<8xT>, every other one stays a
-scalar (broadcast where a vector op needs it), loads and stores along the columns become
-vector loads and stores, and the columns' split into dimensions is done once per 8.
+A finished tile's sums each need the kernel's epilogue (bias, batch-norm, activation,
+residual add, the store). Point by point that is scalar code with the columns' index
+arithmetic per point, which for a short reduction costs more than the tile's multiply-adds.
+Here each tile row runs the epilogue once per `lanes` columns: values that vary along the
+columns become vectors, the others stay scalars (broadcast where a vector op needs them),
+loads and stores along the columns become vector loads and stores, and the columns' split
+into dimensions is done once per `lanes`.
 
-That is exact only if the 8 columns are 8 neighbouring elements of every buffer the
-epilogue touches along them. So `vector_epilogue_fits` asks that the innermost column
-dimension's extent be a multiple of 8 (8 columns from a multiple of 8 then never wrap into
-the next outer index), that every load or store that the columns reach index its last
-dimension by exactly that innermost column index (nothing else the columns reach), that
-no index arithmetic use it, and that the ops be arith ops, loads, stores, or math.absf
-and math.sqrt (LLVM has vector forms of those; the f32 expansions of
-math-approximate are scalar), with no i1 among the lane values (no compare,
-no select on a loaded mask, no i1 load or store: see `_varying_bool`; relu is a `maximumf`).
-Otherwise the scalar epilogue runs.
+That is exact only if those columns are neighbouring elements of every buffer the
+epilogue touches along them, and the ops have vector forms: `vector_epilogue_fits` says
+when; otherwise the scalar epilogue runs.
 """
 
 from __future__ import annotations
@@ -86,7 +78,14 @@ def _op_fits(op: Operation, lane: SSAValue, varying: set[SSAValue]) -> bool:
 
 
 def vector_epilogue_fits(found: Contraction, lanes: int) -> bool:
-    """Whether the nest's epilogue can run on `lanes` neighbouring columns at once."""
+    """Whether the nest's epilogue can run on `lanes` neighbouring columns at once: the
+    innermost column dimension's extent is a multiple of `lanes` (so `lanes` columns from a
+    multiple of `lanes` never wrap into the next outer index), every load or store the
+    columns reach indexes its last dimension by exactly that innermost column index (and
+    nothing else by what the columns reach), no index arithmetic uses it, and the ops are
+    arith ops, loads, stores, math.absf or math.sqrt (LLVM has vector forms of those; the
+    f32 expansions of math-approximate are scalar), with no lane-varying i1
+    (`_varying_bool`; relu is a `maximumf`)."""
     lane_dim = found.columns[-1]
     if found.nest.shape[lane_dim] % lanes:
         return False

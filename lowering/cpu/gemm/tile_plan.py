@@ -22,7 +22,10 @@ from graphfuse.lowering.cpu.gemm.row_panels import RowRun, row_run
 from graphfuse.lowering.cpu.gemm.transposed_pack import transposable_load
 
 MR = 6
-"""Rows of a register tile."""
+"""Rows of a register tile: its 2 * MR vector accumulators (12 ymm of AVX2's 16) leave
+room for the two B vectors and A's broadcast. On AVX-512 targets (lanes = 16) the same 12
+accumulators are 32 columns wide and use 15 of the 32 zmm registers; a 12-row tile would
+use 27."""
 MAX_TILES_PER_TASK = 16
 """A task's row tiles share each B panel from L2 (16 tiles: 96 rows)."""
 MIN_TASKS = 8

@@ -3,16 +3,15 @@
 loop-tile-matmul's B panel holds, for each reduction index k = (kh, kw, c), the 16 output
 points of the panel side by side. A convolution's input copy is NHWC: for one output point
 the channels c are contiguous, so a panel row (one k, 16 points) is a gather of 16 floats
-C apart. Packed element by element that took 29% of a 3x3 convolution's time. Here the
-packing reads 8 channels of each of 8 points as 8 vector loads, transposes the 8x8 block in
-registers (unpack, shuffle and 128-bit permute stages, the classic AVX transpose, as
-`vector.shuffle`s LLVM lowers to those instructions) and stores 8 panel rows of 8 lanes.
+C apart, slow element by element. Here the packing reads 8 channels of each of 8 points as
+8 vector loads, transposes the 8x8 block in registers (unpack, shuffle and 128-bit permute
+stages, the classic AVX transpose, as `vector.shuffle`s LLVM lowers to those instructions)
+and stores 8 panel rows of 8 lanes.
 
 It applies when B is one load whose last index is the reduction's innermost index itself
 (no other index reads it) and that extent is a multiple of 8, to the full panels: a last
 panel past N (14x14 and 7x7 layers: N = 196 or 49 a batch) is packed point by point, with
-its clamps. Panels of 32 (AVX-512 targets) take their 8 columns four times, still 8x8
-(vector<8xf32>): the transpose is as cheap at that width.
+its clamps. Panels of 32 (AVX-512 targets) take their 8 columns four times, still 8x8.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Upstream MLIR's `#llvm.loop_annotation`, as far as graphfuse's loop hints use it.
 
 xDSL's `llvm` dialect has no loop annotations, so this attribute exists to be printed for
-mlir-opt (as `prefetch_rows.py` defines `memref.prefetch`): `convert-scf-to-cf` carries an
+mlir-opt (as `scf_prefetch_rows.py` defines `memref.prefetch`): `convert-scf-to-cf` carries an
 `scf.for`'s `loop_annotation` to the loop's back-edge branch and `mlir-translate` turns it
 into `!llvm.loop` metadata for LLVM's loop vectoriser and unroller. Each part is printed
-only when set: an interleave count (interleave_loops), a vectorisation width with the
-remainder folded into masked iterations (predicate_short_loops), and no unrolling.
+only when set: an interleave count (scf_interleave_loops), a vectorisation width with the
+remainder folded into masked iterations (scf_predicate_short_loops), and no unrolling.
 """
 
 from __future__ import annotations

@@ -2,38 +2,13 @@
 polynomials.
 
 LLVM vectorises a loop only if every call in it has a vector form. `log` and `pow` map to
-glibc's vector math library (libmvec), `sqrt` is an instruction, but `tanh` and `erf` have
-no vector mapping and would keep a GELU or tanh loop scalar. This pass rewrites them into
-arith ops, so those loops vectorise too. `exp` does map to libmvec, but a call per 8 lanes
-costs 2.5 cycles per element on this project's 2-core AVX2 machine (softmax, sigmoid, GELU
-and tanh were all bound by it, where onnxruntime's and XLA's inline polynomials are not),
-so it is expanded inline as well, last, so an exp another expansion makes is expanded too.
-Upstream MLIR has such expansions only in a test pass; these are written here:
-
-- tanh: x P(x^2) / Q(x^2) on x clamped to [-9, 9] (P of degree 5 in x^2, Q of degree 3,
-  all of Q's coefficients positive, so no pole), +-1 beyond |x| >= 9, where tanh rounds to
-  1 in f32. The coefficients are graphfuse's own fit: least squares on relative error
-  with Lawson reweighting toward minimax, on 8000 Chebyshev points of [0, 81] in x^2
-  (max relative error 3.3e-7 in f32 against float64). 16 multiply-adds and one divide,
-  where `1 - 2 / (exp(2|x|) + 1)` with a small-|x| polynomial took about 45 ops;
-- erf: the rational minimax approximation on [-4, 4] used by Eigen and XLA (x*P(x^2) /
-  Q(x^2), 7 and 5 coefficients; erf(±4) = ±1 in f32; max error 4.2e-7).
-- exp: x clamped above to 89 (unless x <= 0 is known, as softmax's x - max(x) is; see
-  max_bounds) and below to -126 ln2, each as one vminps/vmaxps that keeps NaN; Cody-Waite
-  range reduction x = n ln2 + r (|r| <= ln2/2, ln2 split in two so n ln2 is exact, n
-  rounded by adding 1.5 * 2^23 + 126, which leaves the scale's exponent field in the sum's
-  low bits); 2 exp(r) as a degree-5 polynomial by Horner's scheme (graphfuse's own
-  Lawson-weighted minimax fit of relative error on |r| <= ln2/2, then each f32 coefficient
-  nudged by an ulp where that lowered the error measured in f32), scaled by 2^(n-1) built
-  in the exponent bits, so n = 128 stays a normal scale and exp(x > 88.72) overflows to inf
-  in the product itself, while n = -126 (every x < -86.99) makes the scale 0 and the result
-  exactly 0, flushing the few results under 1.7e-38. Max relative error 1.62e-7 over the
-  whole range (3M points against float64). 12 or 13 vector ops per 8 lanes, 9 of them
-  multiplies or multiply-adds. Degree 6 by Estrin's scheme (8 ops for the polynomial, where
-  Horner's degree 5 takes 5) had 1.71e-7. Side by side, degree 5 made softmax 10-13%
-  faster (1024x1024, one thread, its exp-and-sum loop left uninterleaved: interleave_loops),
-  exp and sigmoid about 5%, and the elementwise-chain workload 2.5% slower (its long
-  chains wait on Horner's 5 dependent steps, where Estrin's took 3).
+glibc's vector math library (libmvec) and `sqrt` is an instruction, but `tanh` and `erf`
+have no vector mapping and would keep a GELU or tanh loop scalar. This pass rewrites them
+into arith ops, so those loops vectorise too. `exp` does map to libmvec, but a call per
+vector bound softmax, sigmoid, GELU and tanh where onnxruntime's and XLA's inline
+polynomials do not, so it is expanded inline as well, last, so that an exp another
+expansion makes is expanded too. Upstream MLIR has such expansions only in a test pass;
+`_tanh`, `_erf` and `_exp` say how each is computed here and how accurate it is.
 
     math.tanh %x -> select(c^2 >= 81, c * f32(1/9), c P(c^2) / Q(c^2)), c = clamp(x, -9, 9)
 """
@@ -116,6 +91,12 @@ def _horner(b: BlockBuilder, z: SSAValue, coefficients: Sequence[float]) -> SSAV
 
 
 def _tanh(b: BlockBuilder, x: SSAValue) -> SSAValue:
+    """x P(x^2) / Q(x^2) on x clamped to [-9, 9] (P of degree 5 in x^2, Q of degree 3, all of
+    Q's coefficients positive, so no pole), +-1 beyond |x| >= 9, where tanh rounds to 1 in
+    f32. The coefficients are graphfuse's own fit: least squares on relative error with
+    Lawson reweighting toward minimax, on 8000 Chebyshev points of [0, 81] in x^2 (max
+    relative error 3.3e-7 in f32 against float64). 16 multiply-adds and one divide, where
+    `1 - 2 / (exp(2|x|) + 1)` with a small-|x| polynomial took about 45 ops."""
     limit = b.constant(_TANH_SATURATED, f32)
     # nsz: the clamp need not order -0 below +0 (x * P / Q keeps x's zero sign anyway).
     nsz = arith.FastMathFlagsAttr((FastMathFlag.NO_SIGNED_ZEROS,))
@@ -132,6 +113,16 @@ def _tanh(b: BlockBuilder, x: SSAValue) -> SSAValue:
 
 
 def _exp(b: BlockBuilder, x: SSAValue) -> SSAValue:
+    """x clamped above to 89 (unless x <= 0 is known, as softmax's x - max(x) is: see
+    max_bounds) and below to -126 ln2; Cody-Waite range reduction x = n ln2 + r (|r| <=
+    ln2/2, ln2 split in two so n ln2 is exact); 2 exp(r) as a degree-5 polynomial by
+    Horner's scheme (graphfuse's own Lawson-weighted minimax fit of relative error on
+    |r| <= ln2/2, each f32 coefficient then nudged by an ulp where that lowered the error
+    measured in f32), scaled by 2^(n-1) built in the exponent bits. So n = 128 stays a
+    normal scale and exp(x > 88.72) overflows to inf in the product itself, while n = -126
+    (every x < -86.99) makes the scale 0 and the result exactly 0, flushing the few results
+    under 1.7e-38. Max relative error 1.62e-7 over the whole range (3M points against
+    float64); 12 or 13 vector ops per 8 lanes, 9 of them multiplies or multiply-adds."""
     # Both clamps are `c < x ? c : x` forms, which keep NaN and are one vminps/vmaxps on x86.
     # Above to 89 (unless x <= 0 is known, as for softmax's x - max(x)); below to -126 ln2,
     # where the scale below is 0, so results under 1.2e-38 (and exp(-inf)) are exactly 0.
@@ -156,6 +147,8 @@ def _exp(b: BlockBuilder, x: SSAValue) -> SSAValue:
 
 
 def _erf(b: BlockBuilder, x: SSAValue) -> SSAValue:
+    """The rational minimax approximation on [-4, 4] used by Eigen and XLA: x P(x^2) /
+    Q(x^2), 7 and 5 coefficients; erf(+-4) = +-1 in f32; max error 4.2e-7."""
     low = b.emit(arith.MaximumfOp(x, b.constant(-4.0, f32)))
     clamped = b.emit(arith.MinimumfOp(low, b.constant(4.0, f32)))
     z = b.emit(arith.MulfOp(clamped, clamped))

@@ -1,7 +1,7 @@
 """Whether an f32 value is known to be at most 0 (or NaN): `a - m`, where m is a max
 reduction (an scf.for carrying `maximumf`) over an expression of which `a` is one
 instance, over the same iteration range. That is softmax's `x - max(x)` after lowering,
-and the exp expansion (approximate_math) drops its overflow clamp for such arguments.
+and the exp expansion (math_approximate) drops its overflow clamp for such arguments.
 
 `a` is an instance of the reduced expression when both are the same ops with the same
 attributes over the same operands, except that the reduction loop's index is replaced by

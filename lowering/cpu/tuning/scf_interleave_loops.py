@@ -2,29 +2,16 @@
 bodies four ways (`llvm.loop.interleave.count` on the loop's back edge).
 
 LLVM's loop vectoriser interleaves a loop (runs several vector iterations side by side)
-only while its body is small; a body past its small-loop cost gets one vector iteration
-at a time. An elementwise or row body with an exp, sigmoid, tanh, erf or GELU expansion
-(approximate_math) is 25-65 vector ops with a dependency chain of 40-60 cycles, and run
-one iteration at a time the out-of-order window fills with that chain's waiting ops
-before the next iteration's independent ones are seen. Four interleaved iterations
-write the four chains' ops side by side, so each dispatch group has independent work.
-Side by side on the project's 2-core AVX2 machine (4096x1024, 2 threads, best of 300 calls):
-the elementwise-chain workload 2.40 -> 1.91 ms, sigmoid 1.31 -> 0.96, GELU (tanh) 1.75
--> 1.34, GELU (erf) 1.37 -> 0.95, exp 0.92 -> 0.76; a light body (x * a + b, which LLVM
-already interleaves) was unchanged. Counts of 2 and 8 measured: 2 gave about half the
-gain, 8 none over 4.
-
-The annotation goes on innermost `scf.for` loops whose bodies are scalar (the loops LLVM
-vectorises: the matmul tiles' loops over explicit vectors are left alone), hold at least
-MIN_OPS ops that compute (constants, loads, stores, yields and index arithmetic do not
-count) and run at least 2 * count * lanes iterations when their bounds are constants, so
-the interleaved vector loop runs more than once. Such loops that carry values (a row's
-sum or maximum, as softmax's exp-and-sum loop) get a count of 1 instead: interleaving
-multiplies the accumulators, and with a heavy body's constants (twelve for exp) AVX2's
-16 vector registers no longer hold them, so LLVM spilled the accumulators and every
-iteration's reduction went through a store and a reload. Softmax (1024x1024, one thread,
-side by side) took 0.493 ms with count 4, 0.456 with LLVM's own choice, 0.438 with 1.
-The annotation is loop_annotations.LoopAnnotation.
+only while its body is small. A body with an exp, sigmoid, tanh, erf or GELU expansion
+(math-approximate) is 25-65 vector ops on a long dependency chain; one iteration at a time,
+the out-of-order window fills with that chain before the next iteration's independent ops
+are seen, and four interleaved iterations give each dispatch group independent work. The
+annotation (loop_annotations.LoopAnnotation) goes on innermost `scf.for` loops with scalar
+bodies (the loops LLVM vectorises, not the matmul tiles' explicit vector loops) of at
+least MIN_OPS computing ops, running at least 2 * count * lanes iterations when their
+bounds are constants. Loops that carry values (softmax's exp-and-sum) get a count of 1
+instead: interleaving multiplies the accumulators, and beside a heavy body's constants
+AVX2's 16 vector registers no longer hold them, so LLVM spilled them.
 """
 
 from __future__ import annotations

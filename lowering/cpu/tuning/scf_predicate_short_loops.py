@@ -2,25 +2,16 @@
 
 A depthwise convolution vectorises along the output's columns (operand_layouts). On a
 MobileNet's last stages a row is 14 or 7 columns, and LLVM's loop vectoriser, which runs
-whole vectors and leaves the rest to a scalar loop, kept such rows scalar: 14 columns
-would be one 8-lane vector and 6 scalar iterations, and a 7-iteration loop is fully
-unrolled before the vectoriser sees it. In MobileNetV2 at one thread, those scalar
-convolutions were a quarter of the run. Asking for `lanes`-wide vectors with the tail folded
-into masked iterations (`llvm.loop.vectorize.predicate.enable`; AVX2's vmaskmovps) runs a
-row of 14 as two vectors and a row of 7 as one, with unrolling disabled for loops of at
-most `lanes` iterations so that they reach the vectoriser whole.
-
-Side by side (depthwise 3x3 + relu, batch 1, one thread, best of 300 calls): 576 channels
-at 14x14 0.396 -> 0.133 ms, 960 at 7x7 0.179 -> 0.124 ms, 192 at 28x28 0.164 -> 0.149 ms;
-144 at 56x56 (whole vectors) is not annotated. A stride-2 convolution reads every other
-input column, and masked interleaved loads made it slower (7 columns: 0.145 -> 0.188 ms),
-so loops reading with a stride are left alone.
-
-Annotated (loop_annotations.LoopAnnotation): `scf.for` loops not already annotated, with a
-constant trip count T, lanes / 2 < T < 4 * lanes and T not a multiple of lanes (the range
-measured), scalar throughout, storing with the loop's index as the last index, and whose
-every load and store has the loop's index, if anywhere, only in its last index, as the
-index itself or the index plus values that do not depend on it (unit stride).
+whole vectors and leaves the rest to a scalar loop, kept such rows scalar (a 7-iteration
+loop is even fully unrolled before the vectoriser sees it). Asking for `lanes`-wide vectors
+with the tail folded into masked iterations (`llvm.loop.vectorize.predicate.enable`;
+AVX2's vmaskmovps), and no unrolling of loops of at most `lanes` iterations, runs a row of
+14 as two vectors and a row of 7 as one. Annotated (loop_annotations.LoopAnnotation):
+`scf.for` loops not already annotated, with a constant trip count T, lanes / 2 < T <
+4 * lanes and T not a multiple of lanes, scalar throughout, storing with the loop's index
+as the last index, and whose every load and store has the loop's index, if anywhere, only
+in its last index, as the index plus terms that do not depend on it (unit stride: masked
+strided loads were slower).
 """
 
 from __future__ import annotations

@@ -2,20 +2,16 @@
 max, exp-and-sum and scale passes; layer-norm's mean, variance and normalise passes),
 fetch the next row into cache while the current row is being computed.
 
-Only the first pass over a row reads it from memory; the later passes find it in L1. That
+Only the first pass over a row reads it from memory; the later ones find it in L1. That
 first pass does next to no arithmetic per load (a max, a sum), so it runs at memory
-latency while the compute-heavy passes after it leave the memory system idle: on
-softmax 4096x1024 the max pass was a quarter of the kernel's time on one thread, and the
-hardware prefetcher does not help because every 4 KiB row starts a new page. After the
-first pass of row i this pass issues one `memref.prefetch` per 64-byte line of row i + 1
-(clamped to the last row), so the next row arrives while row i's exp or variance is
-computed: softmax 4096x1024 on two threads 1.70 -> 1.43 ms, best of 100.
-
-A row loop is an outermost `scf.parallel` or `scf.for` whose body holds two or more
-`scf.for` loops that load `buffer[outer indices..., j]`, j being their own induction
-variable; the whole next row of `buffer` is prefetched. Rows shorter than MIN_ROW_BYTES
-(consecutive rows then share pages and the hardware prefetcher follows them) and buffers
-smaller than MIN_BUFFER_BYTES (they stay in cache between calls) are left alone.
+latency while the compute-heavy passes after it leave the memory system idle, and the
+hardware prefetcher does not help when every row starts a new page. After the first pass
+of row i this pass issues one `memref.prefetch` per 64-byte line of row i + 1 (clamped to
+the last row). A row loop is an outermost `scf.parallel` or `scf.for` whose body holds two
+or more `scf.for` loops that load `buffer[outer indices..., j]`, j their own induction
+variable. Rows shorter than MIN_ROW_BYTES (consecutive rows then share pages and the
+hardware prefetcher follows them) and buffers smaller than MIN_BUFFER_BYTES (they stay in
+cache between calls) are left alone.
 """
 
 from __future__ import annotations
