@@ -23,7 +23,17 @@ __all__ = ["HORIZONTAL_MAX_BYTES", "RefineOptions", "Refiner"]
 
 
 class Refiner(Refinement):
-    """Runs the refinement steps over one plan in order, collecting explanation lines."""
+    """Runs the refinement steps over one plan in order, collecting explanation lines.
+
+    Each step is a function of its `refine` module over the shared `Refinement`, bound
+    here as a method, so that one step can also run alone."""
+
+    enforce_limits = limits.enforce_limits
+    priority_fusion = priority.priority_fusion
+    sibling_fusion = multi_output.sibling_fusion
+    fusion_merger = merger.fusion_merger
+    rollback = limits.rollback
+    horizontal_fusion = horizontal.horizontal_fusion
 
     def run(self) -> None:
         options = self.options
@@ -39,21 +49,3 @@ class Refiner(Refinement):
         for enabled, step in steps:
             if enabled:
                 step()
-
-    def enforce_limits(self) -> None:
-        limits.enforce_limits(self)
-
-    def priority_fusion(self) -> None:
-        priority.priority_fusion(self)
-
-    def sibling_fusion(self) -> None:
-        multi_output.sibling_fusion(self)
-
-    def fusion_merger(self) -> None:
-        merger.fusion_merger(self)
-
-    def rollback(self) -> None:
-        limits.rollback(self)
-
-    def horizontal_fusion(self) -> None:
-        horizontal.horizontal_fusion(self)

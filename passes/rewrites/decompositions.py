@@ -14,26 +14,25 @@ import math
 
 from graphfuse.passes.rewrites.rewrite_spec import Decomposition, Step
 
+_SHIFTED_EXP_SUM = (
+    Step("max", "graph.reduce_max", ("x",), axes="axis", keepdims=True),
+    Step("shifted", "graph.sub", ("x", "max")),
+    Step("exp", "graph.exp", ("shifted",)),
+    Step("sum", "graph.reduce_sum", ("exp",), axes="axis", keepdims=True),
+)
+"""`exp(x - max)` and its sum along the axis: how softmax and log-softmax both start."""
+
 SOFTMAX = Decomposition(
     root="graph.softmax",
     operands=("x",),
-    steps=(
-        Step("max", "graph.reduce_max", ("x",), axes="axis", keepdims=True),
-        Step("shifted", "graph.sub", ("x", "max")),
-        Step("exp", "graph.exp", ("shifted",)),
-        Step("sum", "graph.reduce_sum", ("exp",), axes="axis", keepdims=True),
-        Step("out", "graph.div", ("exp", "sum")),
-    ),
+    steps=(*_SHIFTED_EXP_SUM, Step("out", "graph.div", ("exp", "sum"))),
 )
 
 LOG_SOFTMAX = Decomposition(
     root="graph.log_softmax",
     operands=("x",),
     steps=(
-        Step("max", "graph.reduce_max", ("x",), axes="axis", keepdims=True),
-        Step("shifted", "graph.sub", ("x", "max")),
-        Step("exp", "graph.exp", ("shifted",)),
-        Step("sum", "graph.reduce_sum", ("exp",), axes="axis", keepdims=True),
+        *_SHIFTED_EXP_SUM,
         Step("log_sum", "graph.log", ("sum",)),
         Step("out", "graph.sub", ("shifted", "log_sum")),
     ),
