@@ -39,7 +39,7 @@ class Target:
 
 CPU_HOST = Target("cpu", bandwidth=21e9, peak_flops=98e9, launch=5e-6)
 """The development VM: NumPy copy bandwidth, NumPy sgemm throughput, and one compiled
-kernel call with its loop set-up (measurements: docs/decisions_fusion.md)."""
+kernel call with its loop set-up (measurements: docs/decisions.md)."""
 
 H100 = Target("h100", bandwidth=3.35e12, peak_flops=67e12, launch=4e-6)
 """H100 SXM: 3.35 TB/s HBM3, 67 TFLOP/s FP32 (non-tensor-core), ~4 us per launch."""
