@@ -19,18 +19,17 @@ from __future__ import annotations
 import argparse
 import tempfile
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from bench_compile import best_time, cold_compile
 
-from graphfuse.compiler import CompileOptions, Stage, lower_to
+from graphfuse import pipelines
+from graphfuse.compiler import CompileOptions, Stage, load, lower_to
 from graphfuse.dialects.graph import functions
-from graphfuse.parsing import make_context, parse_text
+from graphfuse.parsing import parse_text
 from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
-from graphfuse.passes.fusion.graph_fuse import default_refinement, front_end, fuse_function
 from graphfuse.testing import workloads
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,7 +120,6 @@ def run_workloads(only: list[str] | None, seconds: float) -> None:
 
 
 def run_models(only: list[str] | None, full: bool, seconds: float) -> None:
-    from graphfuse.frontend.onnx_import import from_onnx
     from graphfuse.testing.model_zoo import MODELS, export
 
     with tempfile.TemporaryDirectory() as folder:
@@ -129,7 +127,7 @@ def run_models(only: list[str] | None, full: bool, seconds: float) -> None:
             if only and name not in only:
                 continue
             exported = export(name, Path(folder), tiny=not full)
-            module = from_onnx(exported.path)
+            module = load(exported.path)
             inputs: list[Any] = list(exported.inputs.values())
             print_row(f"model {name}", compare(module, inputs, seconds))
 
@@ -144,21 +142,15 @@ ABLATIONS: dict[str, dict[str, bool]] = {
     "-rollback": {"rollback": False},
     "-horizontal": {"horizontal": False},
 }
-"""The default pipeline, then each step switched off alone."""
+"""The default pipeline, then each step switched off alone (graph-fuse options)."""
 
 
 def ablation_bytes(module: Any) -> dict[str, int]:
     """MB moved by the default pipeline and with each refinement step off (graph level)."""
     moved: dict[str, int] = {}
     for name, off in ABLATIONS.items():
-        base = default_refinement()
-        limits = replace(base.limits, stitch=off.get("stitch", True))
-        steps = {k: v for k, v in off.items() if k != "stitch"}
-        refine = replace(base, limits=limits, **steps)
         copy = module.clone()
-        front_end(make_context(), copy, True, True, True, None)
-        for function in functions(copy):
-            fuse_function(function, base.limits.max_ops, refine)
+        pipelines.run(pipelines.graph_fuse(**off), copy)
         moved[name] = _moved(Summary.of(kernel_stats(next(functions(copy)))))
     return moved
 

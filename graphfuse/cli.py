@@ -11,7 +11,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -20,12 +20,13 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
-from graphfuse import toolchain
+from graphfuse import pipelines, toolchain
+from graphfuse.compiler import AT_LEAST, CompileOptions
 from graphfuse.dialects.graph import FusionKind, functions, fusion_kind
 from graphfuse.outputs import check_output_file, check_output_folder, write_all
-from graphfuse.parsing import GraphfuseError, make_context, verify
+from graphfuse.parsing import GraphfuseError, verify
 from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
-from graphfuse.passes.fusion.graph_fuse import default_refinement, front_end, fuse_function
+from graphfuse.passes.fusion.graph_fuse import GraphFusePass
 from graphfuse.passes.fusion.graph_report_fusion import kernel_line, summary_line
 
 if TYPE_CHECKING:
@@ -220,21 +221,11 @@ RUN_TOLERANCE = 1e-5
 """Compiled vs reference: max |difference| / max |reference|, per result."""
 
 
-def _options(args: argparse.Namespace):  # noqa: ANN202
-    from graphfuse.compiler import CompileOptions
-
-    threads = args.threads if args.threads is not None else CompileOptions().threads
-    return CompileOptions(
-        fuse=args.fuse,
-        max_depth=args.max_depth,
-        refine=args.refine,
-        cpu=args.cpu,
-        threads=threads,
-        lanes=args.lanes,
-        block_size=args.block_size,
-        chip=args.chip,
-        ptx_isa=args.ptx_isa,
-    )
+def _options(args: argparse.Namespace) -> CompileOptions:
+    """The CompileOptions the command line gives (its options are named as their fields);
+    an option not given takes the field's default."""
+    given = {f.name: getattr(args, f.name, None) for f in fields(CompileOptions)}
+    return CompileOptions(**{name: value for name, value in given.items() if value is not None})
 
 
 def _compile(module: ModuleOp, args: argparse.Namespace, output: str | None = None):  # noqa: ANN202
@@ -383,12 +374,11 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     before = {f.sym_name.data: Summary.of(kernel_stats(f)) for f in functions(module)}
     reference_run = _reference_results(module) if args.check else None
     notes: list[str] = []
-    front_end(make_context(), module, args.decompose, args.simplify, args.patterns, args.rules)
-    for function in functions(module):
-        refine = default_refinement(args.max_depth) if args.refine else None
-        lines = fuse_function(function, args.max_depth, refine).lines
-        if args.explain:
-            notes.extend(f"graph-fuse: {line}" for line in lines)
+    # The command's options are graph-fuse's, named as its fields.
+    options = {f.name: getattr(args, f.name, None) for f in fields(GraphFusePass)}
+    decisions = pipelines.run_explained(pipelines.graph_fuse(**options), module)
+    if args.explain:
+        notes.extend(f"graph-fuse: {line}" for line in decisions)
     verify(module)
     if args.report:
         notes.extend(_report_lines(module, before))
@@ -435,7 +425,9 @@ def _at_least(least: int) -> Callable[[str], int]:
     return parse
 
 
-_natural, _positive = _at_least(0), _at_least(1)
+_natural = _at_least(0)
+_DEFAULTS = CompileOptions()
+"""The defaults the help texts show."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -500,7 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
     fuse.add_argument("--dot", help="write a Graphviz picture, one cluster per kernel")
     fuse.add_argument("--explain", action="store_true", help="print every fusion decision")
     fuse.add_argument("--report", action="store_true", help="print kernels and bytes moved")
-    fuse.add_argument("--max-depth", type=_positive, default=256, help="most ops per kernel")
+    _max_depth_argument(fuse)
     fuse.add_argument("--rules", help="a PDL file of extra rewrite rules (graph-simplify)")
     fuse.add_argument(
         "--check", action="store_true", help="run @main before and after in the reference"
@@ -532,7 +524,7 @@ def _input_shape_argument(parser: argparse.ArgumentParser) -> None:
 
 def _compile_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entry", default="main", help="the function (default: main)")
-    parser.add_argument("--max-depth", type=_positive, default=256, help="most ops per kernel")
+    _max_depth_argument(parser)
     parser.add_argument(
         "--no-fuse", dest="fuse", action="store_false", help="every op its own kernel"
     )
@@ -542,10 +534,10 @@ def _compile_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="TVM's fusion rules alone, without the cost-model refinement",
     )
-    parser.add_argument("--cpu", default="native", help="llc -mcpu (default: this machine)")
+    parser.add_argument("--cpu", help="llc -mcpu (default: this machine)")
     parser.add_argument(
         "--threads",
-        type=_positive,
+        type=_at_least(AT_LEAST["threads"]),
         help="workers per parallel loop (default: this machine's cores)",
     )
     parser.add_argument(
@@ -558,9 +550,18 @@ def _compile_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--chip", help="GPU chip for PTX, e.g. sm_80 (default: sm_90, or the GPU's own)"
     )
-    parser.add_argument("--ptx-isa", default="8.0", help="PTX ISA version (default: 8.0)")
+    parser.add_argument("--ptx-isa", help=f"PTX ISA version (default: {_DEFAULTS.ptx_isa})")
     parser.add_argument(
-        "--block-size", type=int, default=256, help="GPU threads per block (default: 256)"
+        "--block-size",
+        type=int,
+        help=f"GPU threads per block (default: {_DEFAULTS.block_size})",
+    )
+
+
+def _max_depth_argument(parser: argparse.ArgumentParser) -> None:
+    """--max-depth; left out, graph-fuse's default."""
+    parser.add_argument(
+        "--max-depth", type=_at_least(AT_LEAST["max_depth"]), help="most ops per kernel"
     )
 
 

@@ -1,9 +1,10 @@
 """`graphfuse.compile`: a graph in, a callable on NumPy arrays out.
 
-The pipeline is the one DESIGN.md draws: front-end rewrites and graph-fuse (graph),
-convert-graph-to-loop (loop), convert-loop-to-upstream and vectorisable math (upstream),
-then mlir-opt / mlir-translate / opt (llvm) and llc + the C compiler (a shared library).
-`lower_to` stops at any stage, for `graphfuse compile --emit` and for tests.
+The pipeline is the one DESIGN.md draws: the pass pipelines of graphfuse.pipelines, run
+stage by stage (fusion: graph, to_loop: loop, cpu_lowering or gpu_lowering: upstream), then
+mlir-opt / mlir-translate / opt (llvm) and llc + the C compiler (a shared library), or PTX.
+`lower_to` stops at any stage, for `graphfuse compile --emit` and for tests. CompileOptions
+take their defaults from the passes that use them.
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
 
+from graphfuse import pipelines
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop import abi
 from graphfuse.graph_inputs import check_graph_module
+from graphfuse.lowering.gpu.convert_loop_to_gpu import ConvertLoopToGpuPass, check_block_size
 from graphfuse.outputs import check_output_file
-from graphfuse.parsing import GraphfuseError, make_context, parse_file, verify
+from graphfuse.parsing import GraphfuseError, parse_file, verify
+from graphfuse.passes.fusion.graph_fuse import DEFAULT_MAX_DEPTH
+from graphfuse.passes.fusion.graph_fuse import LEAST as GRAPH_FUSE_LEAST
 from graphfuse.runtime.build import CpuTarget, build_shared_library, to_llvm_ir
 from graphfuse.runtime.compiled import CompiledFunction
 from graphfuse.runtime.cuda_function import CudaFunction, HostPlan
@@ -45,13 +50,18 @@ class Stage(Enum):
     PTX = "ptx"
 
 
+AT_LEAST = {"max_depth": GRAPH_FUSE_LEAST["max_depth"], "threads": 1}
+"""The least value of each count option (max_depth: graph-fuse's own bound); the CLI's
+--max-depth and --threads check the same."""
+
+
 @dataclass(frozen=True)
 class CompileOptions:
     """How a graph is compiled. `fuse=False` gives every op its own kernel (the baseline
     the benchmarks compare against); `max_depth` caps the ops per kernel."""
 
     fuse: bool = True
-    max_depth: int = 256
+    max_depth: int = DEFAULT_MAX_DEPTH
     refine: bool = True
     """Refine the TVM partition with the cost model (False: TVM's rules alone)."""
     cpu: str = "native"
@@ -62,7 +72,7 @@ class CompileOptions:
     """f32 lanes of the tiled matmul and convolution kernels' vectors: None picks 16 where
     the CPU has AVX-512, else 8; 8 on an AVX-512 CPU keeps to 256-bit registers."""
 
-    block_size: int = 256
+    block_size: int = ConvertLoopToGpuPass.block_size
     """GPU threads per block (a multiple of 32 up to 1024)."""
     chip: str | None = None
     """The GPU the PTX is for (see graphfuse.runtime.nvptx.CHIP_MIN_PTX); None: sm_90 for
@@ -75,16 +85,27 @@ class CompileOptions:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise GraphfuseError(f"{name} must be an integer, got {value!r}")
-        if self.max_depth < 1:
-            raise GraphfuseError(f"max_depth must be at least 1, got {self.max_depth}")
-        if self.threads < 1:
-            raise GraphfuseError(f"threads must be at least 1, got {self.threads}")
+        for name, least in AT_LEAST.items():
+            value = getattr(self, name)
+            if value < least:
+                raise GraphfuseError(f"{name} must be at least {least}, got {value}")
         if self.lanes not in (None, 8, 16):
             raise GraphfuseError(f"lanes must be 8 or 16, got {self.lanes}")
         if self.opt_level not in (0, 1, 2, 3):
             raise GraphfuseError(f"opt_level must be 0, 1, 2 or 3, got {self.opt_level}")
         if not self.cpu.strip():
             raise GraphfuseError("cpu is empty: name an LLVM CPU, or 'native' for this one")
+
+    def fusion(self) -> dict[str, int | bool]:
+        """graph-fuse's options (see pipelines.fusion): without `fuse`, one op per kernel."""
+        if not self.fuse:
+            return {"max_depth": 1, "refine": False}
+        return {"max_depth": self.max_depth, "refine": self.refine}
+
+    def cpu_lowering(self) -> str:
+        """The CPU lowering pipeline for these options' threads and vector lanes."""
+        lanes = self.lanes or self.target.vector_lanes()
+        return pipelines.cpu_lowering(parallel=self.threads > 1, lanes=lanes)
 
     @property
     def target(self) -> CpuTarget:
@@ -169,19 +190,9 @@ def check_options(options: CompileOptions, target: str = "cpu") -> None:
 
 
 def fuse(module: ModuleOp, options: CompileOptions, cpu: bool = True) -> None:
-    """Front end + graph-fuse in place (idempotent: fusing a fused module changes nothing).
+    """The fusion pipeline in place (idempotent: fusing a fused module changes nothing).
     For the CPU build, grouped convolutions that tile are first split per group."""
-    from graphfuse.dialects.graph import functions
-    from graphfuse.lowering.cpu.graph_split_grouped_conv import SplitGroupedConvPass
-    from graphfuse.passes.fusion.graph_fuse import default_refinement, front_end, fuse_function
-
-    if cpu:
-        SplitGroupedConvPass().apply(make_context(), module)
-    front_end(make_context(), module, True, True, True, None)
-    depth = options.max_depth if options.fuse else 1
-    refine = default_refinement(depth) if options.fuse and options.refine else None
-    for function in functions(module):
-        fuse_function(function, depth, refine)
+    pipelines.run(pipelines.fusion(cpu, **options.fusion()), module)
     verify(module)
 
 
@@ -209,41 +220,14 @@ def lower_to(module: ModuleOp, stage: Stage, options: CompileOptions = CompileOp
     return to_llvm_ir(upstream, options.target)
 
 
-def _to_loop(module: ModuleOp, operand_copies: bool = True) -> None:
-    from graphfuse.lowering.graph_to_loop.convert_graph_to_loop import ConvertGraphToLoopPass
-
-    ConvertGraphToLoopPass(operand_copies=operand_copies).apply(make_context(), module)
+def _to_loop(module: ModuleOp, cpu: bool = True) -> None:
+    pipelines.run(pipelines.to_loop(cpu), module)
     verify(module)
 
 
 def _to_upstream(module: ModuleOp, options: CompileOptions) -> str:
-    _to_upstream_module(module, options)
+    pipelines.run(options.cpu_lowering(), module)
     return str(module)
-
-
-def _to_upstream_module(module: ModuleOp, options: CompileOptions) -> None:
-    from graphfuse.lowering.cpu.gemm.loop_split_epilogues import SplitEpiloguesPass
-    from graphfuse.lowering.cpu.gemm.loop_tile_matmul import TileMatmulPass
-    from graphfuse.lowering.cpu.tuning.math_approximate import ApproximateMathPass
-    from graphfuse.lowering.cpu.tuning.scf_hoist_reciprocals import InvariantReciprocalsPass
-    from graphfuse.lowering.cpu.tuning.scf_interleave_loops import InterleaveLoopsPass
-    from graphfuse.lowering.cpu.tuning.scf_predicate_short_loops import PredicateShortLoopsPass
-    from graphfuse.lowering.cpu.tuning.scf_prefetch_rows import PrefetchRowsPass
-    from graphfuse.lowering.loop_to_upstream.convert_loop_to_upstream import (
-        ConvertLoopToUpstreamPass,
-    )
-
-    ctx = make_context()
-    parallel = options.threads > 1
-    lanes = options.lanes or options.target.vector_lanes()
-    TileMatmulPass(threads=parallel, lanes=lanes).apply(ctx, module)
-    SplitEpiloguesPass().apply(ctx, module)
-    ConvertLoopToUpstreamPass(parallel=parallel).apply(ctx, module)
-    PrefetchRowsPass().apply(ctx, module)
-    InvariantReciprocalsPass().apply(ctx, module)
-    ApproximateMathPass().apply(ctx, module)
-    InterleaveLoopsPass(lanes=lanes).apply(ctx, module)
-    PredicateShortLoopsPass(lanes=lanes).apply(ctx, module)
 
 
 def to_gpu(module: ModuleOp, options: CompileOptions, entry: str | None = None) -> Signature | None:
@@ -251,29 +235,12 @@ def to_gpu(module: ModuleOp, options: CompileOptions, entry: str | None = None) 
     a gpu.module of kernels per loop kernel, host functions of launches. With `entry`,
     returns that function's signature as its callers see it (taken before the GPU build
     stores i1 as bytes). The chip and block size are checked first, before any work."""
-    _check_gpu_options(options)
-    _to_loop(module, operand_copies=False)
-    signature = caller_signature(module, entry) if entry is not None else None
-    _loop_to_gpu(module, options)
-    return signature
-
-
-def _check_gpu_options(options: CompileOptions) -> None:
-    from graphfuse.lowering.gpu.convert_loop_to_gpu import check_block_size
-
     options.nvptx.check()
     check_block_size(options.block_size)
-
-
-def _loop_to_gpu(module: ModuleOp, options: CompileOptions) -> None:
-    from graphfuse.lowering.gpu.convert_loop_to_gpu import ConvertLoopToGpuPass
-    from graphfuse.lowering.loop_to_upstream.convert_loop_to_upstream import (
-        ConvertLoopToUpstreamPass,
-    )
-
-    ctx = make_context()
-    ConvertLoopToGpuPass(block_size=options.block_size).apply(ctx, module)
-    ConvertLoopToUpstreamPass().apply(ctx, module)
+    _to_loop(module, cpu=False)
+    signature = caller_signature(module, entry) if entry is not None else None
+    pipelines.run(pipelines.gpu_lowering(options.block_size), module)
+    return signature
 
 
 def _entry(module: ModuleOp, entry: str) -> func.FuncOp:
@@ -348,7 +315,7 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     kernels = sum(1 for op in function.walk() if isinstance(op, loop.CallOp))
     from graphfuse.lowering.graph_to_loop.detached_constants import detach_large_constants
 
-    _to_upstream_module(module, options)
+    pipelines.run(options.cpu_lowering(), module)
     # A library written to `output` must stand alone, so it keeps its constants; one used
     # here gets the large ones copied in after loading (see detached_constants).
     detached = {} if output is not None else detach_large_constants(module)

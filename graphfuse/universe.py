@@ -17,6 +17,30 @@ def _get_graph_dialect() -> Dialect:
     return Graph
 
 
+def _get_loop_dialect() -> Dialect:
+    from graphfuse.dialects.loop import Loop
+
+    return Loop
+
+
+def _get_graph_decompose() -> type[ModulePass]:
+    from graphfuse.passes.rewrites.graph_decompose import GraphDecomposePass
+
+    return GraphDecomposePass
+
+
+def _get_graph_simplify() -> type[ModulePass]:
+    from graphfuse.passes.rewrites.graph_simplify import GraphSimplifyPass
+
+    return GraphSimplifyPass
+
+
+def _get_graph_fuse_patterns() -> type[ModulePass]:
+    from graphfuse.passes.fusion.graph_fuse_patterns import GraphFusePatternsPass
+
+    return GraphFusePatternsPass
+
+
 def _get_graph_fuse() -> type[ModulePass]:
     from graphfuse.passes.fusion.graph_fuse import GraphFusePass
 
@@ -27,42 +51,6 @@ def _get_graph_report_fusion() -> type[ModulePass]:
     from graphfuse.passes.fusion.graph_report_fusion import GraphFusionReportPass
 
     return GraphFusionReportPass
-
-
-def _get_graph_decompose() -> type[ModulePass]:
-    from graphfuse.passes.rewrites.graph_decompose import GraphDecomposePass
-
-    return GraphDecomposePass
-
-
-def _get_graph_fuse_patterns() -> type[ModulePass]:
-    from graphfuse.passes.fusion.graph_fuse_patterns import GraphFusePatternsPass
-
-    return GraphFusePatternsPass
-
-
-def _get_graph_split_grouped_conv() -> type[ModulePass]:
-    from graphfuse.lowering.cpu.graph_split_grouped_conv import SplitGroupedConvPass
-
-    return SplitGroupedConvPass
-
-
-def _get_scf_prefetch_rows() -> type[ModulePass]:
-    from graphfuse.lowering.cpu.tuning.scf_prefetch_rows import PrefetchRowsPass
-
-    return PrefetchRowsPass
-
-
-def _get_graph_simplify() -> type[ModulePass]:
-    from graphfuse.passes.rewrites.graph_simplify import GraphSimplifyPass
-
-    return GraphSimplifyPass
-
-
-def _get_loop_dialect() -> Dialect:
-    from graphfuse.dialects.loop import Loop
-
-    return Loop
 
 
 def _get_convert_graph_to_loop() -> type[ModulePass]:
@@ -85,6 +73,12 @@ def _get_convert_loop_to_gpu() -> type[ModulePass]:
     return ConvertLoopToGpuPass
 
 
+def _get_graph_split_grouped_conv() -> type[ModulePass]:
+    from graphfuse.lowering.cpu.graph_split_grouped_conv import SplitGroupedConvPass
+
+    return SplitGroupedConvPass
+
+
 def _get_loop_tile_matmul() -> type[ModulePass]:
     from graphfuse.lowering.cpu.gemm.loop_tile_matmul import TileMatmulPass
 
@@ -95,6 +89,12 @@ def _get_loop_split_epilogues() -> type[ModulePass]:
     from graphfuse.lowering.cpu.gemm.loop_split_epilogues import SplitEpiloguesPass
 
     return SplitEpiloguesPass
+
+
+def _get_scf_prefetch_rows() -> type[ModulePass]:
+    from graphfuse.lowering.cpu.tuning.scf_prefetch_rows import PrefetchRowsPass
+
+    return PrefetchRowsPass
 
 
 def _get_scf_hoist_reciprocals() -> type[ModulePass]:
@@ -129,7 +129,6 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     # graph -> graph: front-end rewrites and fusion
     "graph-decompose": _get_graph_decompose,
     "graph-simplify": _get_graph_simplify,
-    "graph-split-grouped-conv": _get_graph_split_grouped_conv,
     "graph-fuse-patterns": _get_graph_fuse_patterns,
     "graph-fuse": _get_graph_fuse,
     "graph-report-fusion": _get_graph_report_fusion,
@@ -137,7 +136,9 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-graph-to-loop": _get_convert_graph_to_loop,
     "convert-loop-to-upstream": _get_convert_loop_to_upstream,
     "convert-loop-to-gpu": _get_convert_loop_to_gpu,
-    # CPU target: loop-level GEMM tiling, then tuning of the upstream loops
+    # CPU target: grouped convolutions split per group, loop-level GEMM tiling, then tuning
+    # of the upstream loops
+    "graph-split-grouped-conv": _get_graph_split_grouped_conv,
     "loop-tile-matmul": _get_loop_tile_matmul,
     "loop-split-epilogues": _get_loop_split_epilogues,
     "scf-prefetch-rows": _get_scf_prefetch_rows,

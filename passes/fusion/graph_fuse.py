@@ -1,22 +1,17 @@
 """The `graph-fuse` pass: partition each function's ops into kernels and outline them.
 
 ```mlir
-// before                                   // after graph-fuse
-%c = graph.conv2d %x, %w : ...              %0 = graph.fused "fused_conv2d_add_relu"(%x, %w, %b)
-%a = graph.add %c, %b : ...                        kind = out_elemwise_fusable : ... {
-%r = graph.relu %a : ...                      ^bb0(...): conv2d, add, relu; graph.yield
-func.return %r : ...                        }
+%c = graph.conv2d %x, %w : ...     // after: %0 = graph.fused "fused_conv2d_add_relu"(%x, %w, %b)
+%a = graph.add %c, %b : ...        //   kind = out_elemwise_fusable {conv2d, add, relu}
+%r = graph.relu %a : ...
 ```
 
-The pipeline: graph-decompose (open compound ops) -> graph-simplify (rewrite rules,
-constant folding, CSE, DCE) -> graph-fuse-patterns (pre-formed kernels) -> partition;
-options switch the first three off. Partitioning follows TVM FuseOps: dataflow graph ->
-post-dominator tree -> union-find groups in three phases -> outline every group holding a
-graph op. Pre-formed kernels are single nodes of their recorded kind that may grow (they
-count their ops against max-depth, and one already over it is opened first); the
-partitioner's own kernels, and ops of other dialects, are opaque nodes, never fused and
-left where they are, which makes the pass idempotent. With `explain=true` every candidate
-fusion is printed, one `//` line each, ahead of the module so the output still parses.
+Front end first (graph-decompose, graph-simplify, graph-fuse-patterns; options switch each
+off), then TVM FuseOps: dataflow graph -> post-dominator tree -> union-find groups ->
+cost-model refinement -> outline every group holding a graph op. Pre-formed kernels count
+their ops against max-depth (one over it is opened first); the partitioner's own kernels
+and other dialects' ops are opaque, so the pass is idempotent. `explain=true` prints each
+candidate fusion as a `//` line ahead of the module, so the output still parses.
 """
 
 from __future__ import annotations
@@ -24,7 +19,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Generator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import reduce
 
 from xdsl.context import Context
@@ -80,6 +75,15 @@ outputs is 96; Ascend caps loads per kernel likewise)."""
 
 DEFAULT_MAX_RESULTS = 8
 """Results one refined kernel may write."""
+
+LEAST: dict[str, int] = {
+    "max_depth": 1,
+    "max_inputs": 1,
+    "max_results": 1,
+    "horizontal_max_bytes": 0,
+}
+"""The smallest value each numeric option allows; `graphfuse --max-depth` and CompileOptions
+check max_depth against the same bound."""
 
 
 def _is_outlinable(dag: DataflowGraph, index: int) -> bool:
@@ -152,7 +156,9 @@ class FuseResult:
 
 def default_refinement(max_depth: int = DEFAULT_MAX_DEPTH) -> RefineOptions:
     """Every refinement step on, with the default limits (graph-fuse's defaults)."""
-    return RefineOptions(Limits(max_depth, DEFAULT_MAX_INPUTS, DEFAULT_MAX_RESULTS, stitch=True))
+    refine, _ = GraphFusePass(max_depth=max_depth).refine_options()
+    assert refine is not None
+    return refine
 
 
 def _plan_ops(plan: Plan) -> list[list[Operation]]:
@@ -208,24 +214,6 @@ def _open_preformed(ops: list[Operation]) -> list[Operation]:
         else:
             opened.append(op)
     return opened
-
-
-def front_end(
-    ctx: Context,
-    module: ModuleOp,
-    decompose: bool,
-    simplify: bool,
-    patterns: bool,
-    rules: str | None = None,
-) -> None:
-    """The steps before partitioning: open compound ops, simplify (with a user's PDL rules
-    file, if given), pre-form pattern kernels."""
-    if decompose:
-        GraphDecomposePass().apply(ctx, module)
-    if simplify:
-        GraphSimplifyPass(rules=rules).apply(ctx, module)
-    if patterns:
-        fuse_patterns(module)
 
 
 @dataclass(frozen=True)
@@ -289,14 +277,30 @@ class GraphFusePass(ModulePass):
     """Cost-model target: cpu (this machine) or h100."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        self.check_options()
+        for lines in self.fuse(ctx, op):
+            if self.explain:
+                print("\n".join(f"// graph-fuse: {line}" for line in lines))
+
+    def fuse(self, ctx: Context, op: ModuleOp) -> list[list[str]]:
+        """Fuse `op` in place; returns each function's accepted and rejected fusions with
+        their reasons (what `explain` prints), for a driver that prints them elsewhere."""
         refine, target = self.refine_options()
         with gc_paused():
-            front_end(ctx, op, self.decompose, self.simplify, self.patterns, self.rules)
-            for function in functions(op):
-                lines = fuse_function(function, self.max_depth, refine, target).lines
-                if self.explain:
-                    print("\n".join(f"// graph-fuse: {line}" for line in lines))
+            self._front_end(ctx, op)
+            return [
+                fuse_function(function, self.max_depth, refine, target).lines
+                for function in functions(op)
+            ]
+
+    def _front_end(self, ctx: Context, op: ModuleOp) -> None:
+        """The steps before partitioning: open compound ops, simplify (with a user's PDL
+        rules file, if given), pre-form pattern kernels."""
+        if self.decompose:
+            GraphDecomposePass().apply(ctx, op)
+        if self.simplify:
+            GraphSimplifyPass(rules=self.rules).apply(ctx, op)
+        if self.patterns:
+            fuse_patterns(op)
 
     def refine_options(self) -> tuple[RefineOptions | None, Target]:
         """The refinement steps these options select, and the cost-model target."""
@@ -304,31 +308,20 @@ class GraphFusePass(ModulePass):
         if not self.refine:
             return None, TARGETS[self.target]
         limits = Limits(self.max_depth, self.max_inputs, self.max_results, self.stitch)
-        options = RefineOptions(
-            limits,
-            priority=self.priority,
-            recompute=self.recompute,
-            multi_output=self.multi_output,
-            merger=self.merger,
-            rollback=self.rollback,
-            horizontal=self.horizontal,
-            horizontal_max_bytes=self.horizontal_max_bytes,
-        )
-        return options, TARGETS[self.target]
+        # Every RefineOptions field but the limits is a graph-fuse option of the same name.
+        steps = {f.name: getattr(self, f.name) for f in fields(RefineOptions) if f.name != "limits"}
+        return RefineOptions(limits, **steps), TARGETS[self.target]
 
     def check_options(self) -> None:
         """Refuse out-of-range options with one PassFailedException naming the option and
         what it allows (xdsl-opt and the graphfuse command print it as one line), before
         any IR changes."""
-        for name, value, least in (
-            ("max-depth", self.max_depth, 1),
-            ("max-inputs", self.max_inputs, 1),
-            ("max-results", self.max_results, 1),
-            ("horizontal-max-bytes", self.horizontal_max_bytes, 0),
-        ):
+        for name, least in LEAST.items():
+            value = getattr(self, name)
             if value < least:
+                option = name.replace("_", "-")
                 raise PassFailedException(
-                    f"graph-fuse: option {name} must be >= {least}, got {value}"
+                    f"graph-fuse: option {option} must be >= {least}, got {value}"
                 )
         if self.target not in TARGETS:
             raise PassFailedException(

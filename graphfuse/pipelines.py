@@ -1,0 +1,129 @@
+# ruff: noqa: E501 - the docstring's command lines are copied into the README whole
+"""graphfuse's pass pipelines, each defined once as the `xdsl-opt -p` spec every driver runs.
+
+graphfuse.compile and `graphfuse compile` (compiler.py), `graphfuse fuse` and the benchmarks
+parse these specs, so plain xdsl-opt runs the same passes with the same options and prints
+the same IR (tests/test_pipelines.py checks both). An option at its pass's default is left
+out of a spec, so each default lives in its pass. With `--lanes 8` and more than one thread:
+
+  graphfuse fuse:                        xdsl-opt in.mlir -p 'graph-fuse'
+  graphfuse compile --emit upstream:     xdsl-opt in.mlir -p 'graph-split-grouped-conv,graph-fuse,convert-graph-to-loop,loop-tile-matmul{threads=true},loop-split-epilogues,convert-loop-to-upstream{parallel=true},scf-prefetch-rows,scf-hoist-reciprocals,math-approximate,scf-interleave-loops,scf-predicate-short-loops'
+  graphfuse compile --target nvptx --emit gpu:  xdsl-opt in.mlir -p 'graph-fuse,convert-graph-to-loop{operand-copies=false},convert-loop-to-gpu,convert-loop-to-upstream'
+
+The compiler runs a pipeline stage by stage (fusion, to_loop, cpu_lowering or gpu_lowering)
+to stop at any stage; their specs joined by commas are the lines above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, fields
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
+
+from graphfuse.parsing import GraphfuseError, make_context
+from graphfuse.passes.fusion.graph_fuse import GraphFusePass
+from graphfuse.universe import ALL_PASSES
+
+Option = bool | int | str
+"""A pass option's value, as xDSL's pipeline syntax writes it."""
+
+
+def graph_fuse(**options: Option | None) -> str:
+    """The front end and fusion in one pass, with `options` (None: the pass's default)."""
+    return spec("graph-fuse", **options)
+
+
+def fusion(cpu: bool = True, **options: Option | None) -> str:
+    """Graph to fused graph: graph-fuse with `options`. The CPU build first splits grouped
+    convolutions that tile into one per group (a CPU-only decision)."""
+    return join("graph-split-grouped-conv", graph_fuse(**options)) if cpu else graph_fuse(**options)
+
+
+def to_loop(cpu: bool = True) -> str:
+    """Fused graph to loop kernels. The CPU copies matmul and convolution operands into
+    reduction-contiguous layouts; a GPU's threads read the original layout."""
+    return spec("convert-graph-to-loop", operand_copies=cpu)
+
+
+def cpu_lowering(parallel: bool, lanes: int) -> str:
+    """Loop kernels to upstream MLIR for the CPU: GEMM tiling on the loop dialect, the
+    conversion (scf.parallel for threads when `parallel`), then tuning of the upstream loops
+    for vectors of `lanes` f32."""
+    return join(
+        spec("loop-tile-matmul", threads=parallel, lanes=lanes),
+        "loop-split-epilogues",
+        spec("convert-loop-to-upstream", parallel=parallel),
+        "scf-prefetch-rows",
+        "scf-hoist-reciprocals",
+        "math-approximate",
+        spec("scf-interleave-loops", lanes=lanes),
+        spec("scf-predicate-short-loops", lanes=lanes),
+    )
+
+
+def gpu_lowering(block_size: int) -> str:
+    """Loop kernels to a gpu.module per kernel and host functions of launches, in upstream
+    MLIR for mlir-opt."""
+    return join(spec("convert-loop-to-gpu", block_size=block_size), "convert-loop-to-upstream")
+
+
+def cpu(parallel: bool, lanes: int, **fusion_options: Option | None) -> str:
+    """Graph to upstream MLIR for the CPU: `graphfuse compile --emit upstream`."""
+    return join(fusion(True, **fusion_options), to_loop(True), cpu_lowering(parallel, lanes))
+
+
+def gpu(block_size: int, **fusion_options: Option | None) -> str:
+    """Graph to the GPU build's upstream MLIR: `graphfuse compile --target nvptx --emit gpu`."""
+    return join(fusion(False, **fusion_options), to_loop(False), gpu_lowering(block_size))
+
+
+def join(*specs: str) -> str:
+    """Pipelines one after the other."""
+    return ",".join(specs)
+
+
+def spec(name: str, **options: Option | None) -> str:
+    """One pass as xDSL's pipeline syntax writes it, `name{key=value ...}`, with the options
+    given (snake_case keys) that are not None and differ from the pass's defaults."""
+    defaults = {f.name: f.default for f in fields(ALL_PASSES[name]()) if f.default is not MISSING}
+    written = [
+        f"{key.replace('_', '-')}={_value(value)}"
+        for key, value in options.items()
+        if value is not None and (key not in defaults or value != defaults[key])
+    ]
+    return f"{name}{{{' '.join(written)}}}" if written else name
+
+
+def _value(value: Option) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if any(c in value for c in "\r\f\v"):
+        raise GraphfuseError(f"{value!r}: a pass option cannot hold a \\r, \\f or \\v character")
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\n", "\\n").replace("\t", "\\t") + '"'
+
+
+def parse(pipeline: str) -> PassPipeline:
+    """The passes of a spec, from graphfuse's universe (as xdsl-opt reads it)."""
+    return PassPipeline.parse_spec(ALL_PASSES, pipeline)
+
+
+def run(pipeline: str, module: ModuleOp) -> None:
+    """Apply a spec's passes to `module` in place, as `xdsl-opt -p` does."""
+    parse(pipeline).apply(make_context(), module)
+
+
+def run_explained(pipeline: str, module: ModuleOp) -> list[str]:
+    """`run`, returning graph-fuse's decisions (every function's, in order) where `explain`
+    would print them: for a driver that prints them after its own output is written."""
+    ctx = make_context()
+    decisions: list[str] = []
+    for step in parse(pipeline).passes:
+        if isinstance(step, GraphFusePass):
+            decisions += [line for lines in step.fuse(ctx, module) for line in lines]
+        else:
+            step.apply(ctx, module)
+    return decisions
