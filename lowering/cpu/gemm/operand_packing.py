@@ -112,7 +112,8 @@ class OperandPacker:
         """`pack_b_panels` element by element."""
         found, nr = self.found, self.plan.nr
         k: SSAValue | None = None
-        outer, reduction = em, {}
+        outer: GemmBuilder = em
+        reduction: Mapping = {}
         if self.plan.b_columns_fastest:
             outer, reduction, k = self._over_reduction(em)
         _, panels = outer.loop(*span)

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import MemRefType, VectorType, f32
+from xdsl.dialects.builtin import Float32Type, MemRefType, VectorType, f32
 from xdsl.ir import Attribute, SSAValue
 
 from graphfuse.dialects import loop
@@ -34,7 +34,8 @@ MIN_TASKS = 8
 
 @dataclass(frozen=True)
 class TilePlan:
-    """How one matched nest is packed, tiled and split into tasks: data only, no IR."""
+    """How one matched nest is packed, tiled and split into tasks: data only (making it
+    emits nothing), which the packing and tile code follow."""
 
     found: Contraction
     threads: bool
@@ -70,7 +71,8 @@ class TilePlan:
         return 2 * self.lanes
 
     @property
-    def vec(self) -> VectorType:
+    def vec(self) -> VectorType[Float32Type]:
+        """A vector register of f32."""
         return VectorType(f32, [self.lanes])
 
     @property
