@@ -64,8 +64,8 @@ class CompileOptions:
     max_depth: int = DEFAULT_MAX_DEPTH
     refine: bool = True
     """Refine the TVM partition with the cost model (False: TVM's rules alone)."""
-    cpu: str = "native"
-    opt_level: int = 3
+    cpu: str = CpuTarget.cpu
+    opt_level: int = CpuTarget.opt_level
     threads: int = field(default_factory=lambda: os.cpu_count() or 1)
     """Workers for each kernel's parallel loops (default: this machine's cores)."""
     lanes: int | None = None
@@ -77,7 +77,7 @@ class CompileOptions:
     chip: str | None = None
     """The GPU the PTX is for (see graphfuse.runtime.nvptx.CHIP_MIN_PTX); None: sm_90 for
     PTX files, the GPU's own for target 'cuda'."""
-    ptx_isa: str = "8.0"
+    ptx_isa: str = NvptxTarget.ptx_isa
 
     def __post_init__(self) -> None:
         """Options are checked where they are made, so a bad one never starts a build."""
