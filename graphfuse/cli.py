@@ -28,6 +28,7 @@ from graphfuse.parsing import GraphfuseError, verify
 from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
 from graphfuse.passes.fusion.graph_fuse import GraphFusePass
 from graphfuse.passes.fusion.graph_report_fusion import kernel_line, summary_line
+from graphfuse.runtime.nvptx import DEFAULT_CHIP
 
 if TYPE_CHECKING:
     from graphfuse.runtime.compiled import CompiledFunction
@@ -548,7 +549,7 @@ def _compile_arguments(parser: argparse.ArgumentParser) -> None:
         "the CPU has AVX-512, else 8)",
     )
     parser.add_argument(
-        "--chip", help="GPU chip for PTX, e.g. sm_80 (default: sm_90, or the GPU's own)"
+        "--chip", help=f"GPU chip for PTX, e.g. sm_80 (default: {DEFAULT_CHIP}, or the GPU's own)"
     )
     parser.add_argument("--ptx-isa", help=f"PTX ISA version (default: {_DEFAULTS.ptx_isa})")
     parser.add_argument(
