@@ -14,15 +14,11 @@ repeated runs after one warm-up run; compiled functions write into preallocated 
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-import graphfuse
 from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import functions
@@ -30,20 +26,7 @@ from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.parsing import parse_text
 from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
 from graphfuse.testing import workloads
-
-
-def best_time(run: Callable[[], Any], seconds: float, most: int = 20) -> float:
-    """Best of repeated runs after a warm-up, until `seconds` are spent (at least 2 runs)."""
-    run()
-    times: list[float] = []
-    spent = 0.0
-    while len(times) < 2 or (spent < seconds and len(times) < most):
-        start = time.perf_counter()
-        run()
-        elapsed = time.perf_counter() - start
-        times.append(elapsed)
-        spent += elapsed
-    return min(times)
+from graphfuse.testing.timing import best_time, cold_compile
 
 
 def copy_bandwidth() -> float:
@@ -85,18 +68,6 @@ def kernel_summary(text: str, fuse: bool) -> Summary:
     module = parse_text(text, "workload")
     lower_to(module, Stage.GRAPH, CompileOptions(fuse=fuse))
     return Summary.of(kernel_stats(next(functions(module))))
-
-
-def cold_compile(module: Any, options: CompileOptions | None = None) -> tuple[Any, float]:
-    """Compile with an empty build cache; the compiled function and the seconds it took."""
-    with tempfile.TemporaryDirectory() as cold:
-        os.environ["GRAPHFUSE_CACHE_DIR"] = cold
-        try:
-            start = time.perf_counter()
-            compiled = graphfuse.compile(module, options=options or CompileOptions())
-            return compiled, time.perf_counter() - start
-        finally:
-            del os.environ["GRAPHFUSE_CACHE_DIR"]
 
 
 def measure(

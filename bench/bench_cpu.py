@@ -27,13 +27,13 @@ from typing import Any
 import jax
 import numpy as np
 import onnxruntime as ort
-from bench_compile import best_time
 
 import graphfuse
 from graphfuse.compiler import CompileOptions
 from graphfuse.dialects.graph import functions
 from graphfuse.parsing import parse_text
 from graphfuse.testing import workloads
+from graphfuse.testing.timing import best_time
 from graphfuse.testing.to_jax import to_jax
 from graphfuse.testing.to_onnx import to_onnx
 

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_compile import best_time, cold_compile
 
 from graphfuse import pipelines
 from graphfuse.compiler import CompileOptions, Stage, load, lower_to
@@ -31,6 +30,7 @@ from graphfuse.dialects.graph import functions
 from graphfuse.parsing import parse_text
 from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
 from graphfuse.testing import workloads
+from graphfuse.testing.timing import best_time, cold_compile
 
 ROOT = Path(__file__).resolve().parent.parent
 

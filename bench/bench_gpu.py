@@ -102,7 +102,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="*", help="workloads whose name starts with these")
     parser.add_argument("--repeat", type=int, default=20, help="timed runs per round")
-    parser.add_argument("--block-size", type=int, default=256)
+    parser.add_argument("--block-size", type=int, default=CompileOptions.block_size)
     parser.add_argument("--plan", action="store_true", help="the GPU builds only (no GPU needed)")
     args = parser.parse_args()
     if args.plan:

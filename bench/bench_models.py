@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_compile import best_time, cold_compile
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.dialects.graph import functions
 from graphfuse.frontend.onnx_import import from_onnx
 from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
 from graphfuse.testing.model_zoo import MODELS, export, onnxruntime_run
+from graphfuse.testing.timing import best_time, cold_compile
 
 ROOT = Path(__file__).resolve().parent.parent
 
