@@ -10,7 +10,7 @@ segment runs for all threads of a block before the next starts. A value one segm
 and a later one uses is kept per thread in a stack buffer; an all-reduce combines the
 threads' values with the op's own body, in thread order, and hands every thread the result.
 What this does not check is MLIR's lowering of the gpu ops to NVVM and PTX: ptxas checks
-that the PTX is valid, and a GPU runs it (tests/lowering/test_nvptx.py).
+that the PTX is valid, and a GPU runs it (tests/lowering/gpu/test_nvptx.py).
 """
 
 from __future__ import annotations

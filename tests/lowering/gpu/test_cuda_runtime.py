@@ -32,7 +32,7 @@ from graphfuse.runtime.nvptx import build_ptx
 from graphfuse.testing.compare import assert_matches
 from graphfuse.testing.gpu_on_cpu import emulate_on_cpu
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @dataclass

@@ -26,7 +26,7 @@ from graphfuse.toolchain import find_tool
 from tests.conftest import parse
 from tests.lowering.test_compile_cases import CASES
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 PTXAS = find_tool("ptxas")
 
