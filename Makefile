@@ -45,7 +45,7 @@ typecheck: $(STAMP)
 	for f in graphfuse/*; do ln -s "$(abspath .)/$$f" build/typecheck/graphfuse/; done
 	for d in dialects passes lowering; do ln -s "$(abspath .)/$$d" build/typecheck/graphfuse/$$d; done
 	cd build/typecheck && npx --yes pyright@1.1.414 --pythonpath "$(abspath $(BIN))/python" \
-		graphfuse graphfuse/dialects/*.py graphfuse/passes/*.py graphfuse/lowering/*.py
+		$$(find -L graphfuse -name '*.py' -not -path '*/__pycache__/*' -not -path 'graphfuse/testing/*')
 
 # The ONNX differential fuzzer (graphfuse/testing): random valid models checked against
 # onnxruntime for MINUTES, failures reduced to small repros, counts and repros listed in

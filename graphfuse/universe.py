@@ -48,9 +48,9 @@ def _get_graph_fuse() -> type[ModulePass]:
 
 
 def _get_graph_report_fusion() -> type[ModulePass]:
-    from graphfuse.passes.fusion.graph_report_fusion import GraphFusionReportPass
+    from graphfuse.passes.fusion.graph_report_fusion import GraphReportFusionPass
 
-    return GraphFusionReportPass
+    return GraphReportFusionPass
 
 
 def _get_convert_graph_to_loop() -> type[ModulePass]:
@@ -74,51 +74,51 @@ def _get_convert_loop_to_gpu() -> type[ModulePass]:
 
 
 def _get_graph_split_grouped_conv() -> type[ModulePass]:
-    from graphfuse.lowering.cpu.graph_split_grouped_conv import SplitGroupedConvPass
+    from graphfuse.lowering.cpu.graph_split_grouped_conv import GraphSplitGroupedConvPass
 
-    return SplitGroupedConvPass
+    return GraphSplitGroupedConvPass
 
 
 def _get_loop_tile_matmul() -> type[ModulePass]:
-    from graphfuse.lowering.cpu.gemm.loop_tile_matmul import TileMatmulPass
+    from graphfuse.lowering.cpu.gemm.loop_tile_matmul import LoopTileMatmulPass
 
-    return TileMatmulPass
+    return LoopTileMatmulPass
 
 
 def _get_loop_split_epilogues() -> type[ModulePass]:
-    from graphfuse.lowering.cpu.gemm.loop_split_epilogues import SplitEpiloguesPass
+    from graphfuse.lowering.cpu.gemm.loop_split_epilogues import LoopSplitEpiloguesPass
 
-    return SplitEpiloguesPass
+    return LoopSplitEpiloguesPass
 
 
 def _get_scf_prefetch_rows() -> type[ModulePass]:
-    from graphfuse.lowering.cpu.tuning.scf_prefetch_rows import PrefetchRowsPass
+    from graphfuse.lowering.cpu.tuning.scf_prefetch_rows import ScfPrefetchRowsPass
 
-    return PrefetchRowsPass
+    return ScfPrefetchRowsPass
 
 
 def _get_scf_hoist_reciprocals() -> type[ModulePass]:
-    from graphfuse.lowering.cpu.tuning.scf_hoist_reciprocals import InvariantReciprocalsPass
+    from graphfuse.lowering.cpu.tuning.scf_hoist_reciprocals import ScfHoistReciprocalsPass
 
-    return InvariantReciprocalsPass
+    return ScfHoistReciprocalsPass
 
 
 def _get_math_approximate() -> type[ModulePass]:
-    from graphfuse.lowering.cpu.tuning.math_approximate import ApproximateMathPass
+    from graphfuse.lowering.cpu.tuning.math_approximate import MathApproximatePass
 
-    return ApproximateMathPass
+    return MathApproximatePass
 
 
 def _get_scf_interleave_loops() -> type[ModulePass]:
-    from graphfuse.lowering.cpu.tuning.scf_interleave_loops import InterleaveLoopsPass
+    from graphfuse.lowering.cpu.tuning.scf_interleave_loops import ScfInterleaveLoopsPass
 
-    return InterleaveLoopsPass
+    return ScfInterleaveLoopsPass
 
 
 def _get_scf_predicate_short_loops() -> type[ModulePass]:
-    from graphfuse.lowering.cpu.tuning.scf_predicate_short_loops import PredicateShortLoopsPass
+    from graphfuse.lowering.cpu.tuning.scf_predicate_short_loops import ScfPredicateShortLoopsPass
 
-    return PredicateShortLoopsPass
+    return ScfPredicateShortLoopsPass
 
 
 ALL_DIALECTS: dict[str, Callable[[], Dialect]] = {

@@ -101,7 +101,7 @@ def wheel(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def module_files(source: Path) -> set[str]:
     """Every .py file of the tree's packages, named as in the wheel (dialects/graph/ops.py is
-    graphfuse/dialects/graph.py), by pyproject's package-dir."""
+    graphfuse/dialects/graph/ops.py), by pyproject's package-dir."""
     with open(source / "pyproject.toml", "rb") as pyproject:
         folders = tomllib.load(pyproject)["tool"]["setuptools"]["package-dir"]
     files: set[str] = set()

@@ -15,7 +15,7 @@ from xdsl.passes import PassPipeline
 
 from graphfuse import cli, pipelines
 from graphfuse.compiler import CompileOptions, Stage, load, lower_to
-from graphfuse.lowering.cpu.gemm.loop_tile_matmul import TileMatmulPass
+from graphfuse.lowering.cpu.gemm.loop_tile_matmul import LoopTileMatmulPass
 from graphfuse.lowering.gpu.convert_loop_to_gpu import ConvertLoopToGpuPass
 from graphfuse.parsing import make_context, parse_text
 from graphfuse.passes.fusion.graph_fuse import DEFAULT_MAX_DEPTH, GraphFusePass
@@ -61,7 +61,7 @@ def test_pipeline_parses_with_the_universe(spec: str) -> None:
 
 def test_pipeline_options_reach_the_passes() -> None:
     tile, *_ = pipelines.parse(pipelines.cpu_lowering(parallel=True, lanes=16)).passes
-    assert tile == TileMatmulPass(threads=True, lanes=16)
+    assert tile == LoopTileMatmulPass(threads=True, lanes=16)
     launch, _ = pipelines.parse(pipelines.gpu_lowering(block_size=128)).passes
     assert launch == ConvertLoopToGpuPass(block_size=128)
 

@@ -2,7 +2,7 @@
 
 `ops` holds the ops and the `Loop` dialect (re-exported here, so
 `from graphfuse.dialects import loop; loop.KernelOp` reads as the dialect's namespace);
-`emitter` the one builder every conversion uses to emit scalar code.
+`emitter` the builders the lowerings emit ops with.
 """
 
 from graphfuse.dialects.loop.ops import *  # noqa: F403

@@ -1,10 +1,11 @@
-"""Emitting scalar and index code into a loop kernel, with constant folding and reuse.
+"""The builders every lowering emits ops with: `BlockBuilder`, and `Emitter` for kernels.
 
-The graph→loop conversion computes every tensor value at an index tuple. `Emitter` appends
-ops to the current block, keeps a stack of scopes (values defined in an outer block are
-visible inside nested loop bodies, never the reverse) so the same value at the same index is
-computed once, hoists constants to the kernel's entry block, and folds index arithmetic on
-known integers so a static index map costs no instructions.
+`BlockBuilder` appends ops to a block in the order written (the CPU passes' GEMM tiles and
+math expansions). The graph→loop conversion computes every tensor value at an index tuple;
+`Emitter`, a `BlockBuilder`, also keeps a stack of scopes (values defined in an outer block
+are visible inside nested loop bodies, never the reverse) so the same value at the same
+index is computed once, hoists constants to the kernel's entry block, and folds index
+arithmetic on known integers so a static index map costs no instructions.
 """
 
 from __future__ import annotations
@@ -47,25 +48,63 @@ def is_float(typ: Attribute) -> bool:
     return isinstance(typ, AnyFloat)
 
 
-class Emitter:
-    """Appends ops to one kernel, reusing values computed earlier in an enclosing scope."""
+def constant_attr(value: float | int | bool, typ: Attribute) -> FloatAttr | IntegerAttr:
+    """The attribute of an `arith.constant` of `typ` holding `value`."""
+    if isinstance(typ, AnyFloat):
+        return FloatAttr(float(value), typ)
+    assert isa(typ, IntegerType | IndexType)
+    return IntegerAttr(_wrap(int(value), typ), typ)
 
-    def __init__(self, entry: Block):
-        self.entry = entry
-        self.block = entry
-        self._scopes: list[dict[Hashable, SSAValue]] = [{}]
-        self._constants: dict[tuple[Attribute, float | int], SSAValue] = {}
 
-    # ---- insertion --------------------------------------------------------------------
+class BlockBuilder:
+    """Appends ops to one block: the one builder every lowering emits with.
+
+    It reuses nothing and hoists nothing (`Emitter` below adds both, for whole kernels):
+    every `constant` is a new op at the end of the block, so the code that replaces a loop
+    nest or an op (tiled GEMMs, math expansions) comes out in exactly the order it is
+    written. A builder made without a block fills a fresh one, whose ops `take` hands to a
+    rewriter.
+    """
+
+    def __init__(self, block: Block | None = None):
+        self.block = block if block is not None else Block()
 
     def emit(self, op: Operation) -> SSAValue:
-        """Appends `op` to the current block and returns its (single or first) result."""
+        """Appends `op` and returns its (single or first) result."""
         self.block.add_op(op)
         return op.results[0]
 
     def add(self, op: Operation) -> None:
         """Appends an op with no result used further (stores, yields, loops)."""
         self.block.add_op(op)
+
+    def constant(self, value: float | int | bool, typ: Attribute) -> SSAValue:
+        """A new `arith.constant` of `typ`, appended here."""
+        return self.emit(arith.ConstantOp(constant_attr(value, typ)))
+
+    def index(self, value: int) -> SSAValue:
+        """A new `index` constant, appended here."""
+        return self.constant(value, INDEX)
+
+    def take(self) -> list[Operation]:
+        """Detaches the block's ops and returns them, in order."""
+        ops = list(self.block.ops)
+        for op in ops:
+            op.detach()
+        return ops
+
+
+class Emitter(BlockBuilder):
+    """A `BlockBuilder` for a whole kernel: values computed earlier in an enclosing scope
+    are reused, constants are made once at the top of the kernel."""
+
+    def __init__(self, entry: Block):
+        super().__init__(entry)
+        self.entry = entry
+        self._scopes: list[dict[Hashable, SSAValue]] = [{}]
+        self._constants: dict[tuple[Attribute, float | int], SSAValue] = {}
+
+    # ---- insertion --------------------------------------------------------------------
 
     @contextmanager
     def inside(self, block: Block) -> Generator[None, None, None]:
@@ -103,12 +142,7 @@ class Emitter:
         key = (typ, value)
         if key in self._constants:
             return self._constants[key]
-        if isinstance(typ, AnyFloat):
-            attr: FloatAttr | IntegerAttr = FloatAttr(float(value), typ)
-        else:
-            assert isa(typ, IntegerType | IndexType)
-            attr = IntegerAttr(_wrap(int(value), typ), typ)
-        result = self.hoist(arith.ConstantOp(attr))
+        result = self.hoist(arith.ConstantOp(constant_attr(value, typ)))
         self._constants[key] = result
         return result
 
@@ -222,48 +256,3 @@ def point_index(nest: loop.ParallelOp | loop.ReduceOp) -> tuple[Index, ...]:
         0 if bound == 1 else arg
         for bound, arg in zip(nest.shape, nest.body.block.args, strict=True)
     )
-
-
-def constant_attr(value: float | int | bool, typ: Attribute) -> FloatAttr | IntegerAttr:
-    """The attribute of an `arith.constant` of `typ` holding `value` (as `Emitter` makes it)."""
-    if isinstance(typ, AnyFloat):
-        return FloatAttr(float(value), typ)
-    assert isa(typ, IntegerType | IndexType)
-    return IntegerAttr(_wrap(int(value), typ), typ)
-
-
-class BlockBuilder:
-    """Appends ops to one block, with `Emitter`'s `emit`/`add`; constants go where asked.
-
-    Unlike `Emitter` it reuses nothing and hoists nothing: every `constant` is a new op at
-    the end of the block, so the code that replaces a loop nest or an op (tiled GEMMs,
-    math expansions) comes out in exactly the order it is written. A builder made without
-    a block fills a fresh one, whose ops `take` hands to a rewriter.
-    """
-
-    def __init__(self, block: Block | None = None):
-        self.block = block if block is not None else Block()
-
-    def emit(self, op: Operation) -> SSAValue:
-        """Appends `op` and returns its (single or first) result."""
-        self.block.add_op(op)
-        return op.results[0]
-
-    def add(self, op: Operation) -> None:
-        """Appends an op with no result used further (stores, yields, loops)."""
-        self.block.add_op(op)
-
-    def constant(self, value: float | int | bool, typ: Attribute) -> SSAValue:
-        """A new `arith.constant` of `typ`, appended here."""
-        return self.emit(arith.ConstantOp(constant_attr(value, typ)))
-
-    def index(self, value: int) -> SSAValue:
-        """A new `index` constant, appended here."""
-        return self.constant(value, INDEX)
-
-    def take(self) -> list[Operation]:
-        """Detaches the block's ops and returns them, in order."""
-        ops = list(self.block.ops)
-        for op in ops:
-            op.detach()
-        return ops

@@ -136,8 +136,7 @@ class CompiledFunction(ArrayFunction):
         self._scratch = [
             np.zeros(t.get_shape(), memref_abi.storage_dtype(t.get_element_type())) for t in scratch
         ]
-        # Built once: a model has hundreds of scratch buffers, and rebuilding their
-        # descriptors cost 1.7 ms per call (ResNet-50).
+        # Built once: a model has hundreds of scratch buffers (docs/decisions.md).
         self._scratch_descriptors = [memref_abi.descriptor(b) for b in self._scratch]
         self._scratch_pointers = [ctypes.byref(d) for d in self._scratch_descriptors]
 

@@ -114,7 +114,7 @@ class SplitGroupedConv(RewritePattern):
 
 
 @dataclass(frozen=True)
-class SplitGroupedConvPass(ModulePass):
+class GraphSplitGroupedConvPass(ModulePass):
     """Grouped convolutions that tile as one convolution per group, then a concat."""
 
     name = "graph-split-grouped-conv"

@@ -50,7 +50,7 @@ def summary_line(name: str, summary: Summary) -> str:
 
 
 @dataclass(frozen=True)
-class GraphFusionReportPass(ModulePass):
+class GraphReportFusionPass(ModulePass):
     """Print each kernel's ops, kind and bytes moved, and a per-function summary."""
 
     name = "graph-report-fusion"

@@ -133,6 +133,6 @@ def load_rule_file(path: str) -> list[RewritePattern]:
 
 @cache
 def builtin_rules(name: str) -> tuple[RewritePattern, ...]:
-    """The patterns of a rule file shipped in graphfuse/passes/rules/, parsed once."""
+    """The patterns of a rule file shipped in graphfuse/passes/rewrites/rules/, parsed once."""
     text = resources.files("graphfuse.passes.rewrites").joinpath("rules", name).read_text()
-    return tuple(load_rules(text, f"graphfuse/passes/rules/{name}"))
+    return tuple(load_rules(text, f"graphfuse/passes/rewrites/rules/{name}"))

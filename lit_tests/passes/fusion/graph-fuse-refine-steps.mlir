@@ -4,7 +4,7 @@
 // Refinement steps one at a time, with the explain lines that say why (graph-fuse-refine.mlir
 // has the fusion shapes). Rollback has no case here: every earlier step commits only
 // changes that save bytes, and TVM's groups are connected, so through the pass it finds
-// nothing to split; tests/passes/test_fusion_refine.py exercises it on a hand-made plan.
+// nothing to split; tests/passes/fusion/test_fusion_refine.py exercises it on a hand-made plan.
 
 // Limits: the TVM rules fuse the chain into one kernel of four inputs; with max-inputs=2
 // it splits into its ops, and priority fusion refuses every merge over the limit.

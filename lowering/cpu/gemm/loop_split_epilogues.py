@@ -134,7 +134,7 @@ def split(nest: loop.ParallelOp) -> None:
 
 
 @dataclass(frozen=True)
-class SplitEpiloguesPass(ModulePass):
+class LoopSplitEpiloguesPass(ModulePass):
     """Run costly epilogues of reductions in a loop of their own, per outer point:
 
       loop.parallel [M, N] {^(%m, %n): %acc = loop.reduce ...; <epilogue>; loop.store ...}

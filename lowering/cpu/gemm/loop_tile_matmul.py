@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import FunctionType, IntegerAttr, IntegerType, MemRefType, ModuleOp, i64
-from xdsl.ir import Block, Region
+from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
@@ -37,6 +37,7 @@ from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder
 from graphfuse.lowering.cpu.gemm.operand_packing import OperandPacker
 from graphfuse.lowering.cpu.gemm.tile_kernels import TaskEmitter
 from graphfuse.lowering.cpu.gemm.tile_plan import plan_tiling
+from graphfuse.lowering.cpu.lanes import DEFAULT_LANES
 
 Pack = Callable[[GemmBuilder], None]
 
@@ -51,7 +52,7 @@ def tile_contraction(
     kernel = nest.parent_op()
     assert parent is not None and isinstance(kernel, loop.KernelOp)
     entry = kernel.body.block
-    constants = {entry.args[n] for n in constant_positions}
+    constants: set[SSAValue] = {entry.args[n] for n in constant_positions}
     plan = plan_tiling(found, threads, constants, lanes)
     a_type, b_type = plan.packed_types()
     packed_a = entry.insert_arg(a_type, len(entry.args)) if plan.a_in_place is None else None
@@ -94,7 +95,7 @@ def _pack_once(em: GemmBuilder, entry: Block, packs: Sequence[Pack]) -> None:
 
 
 @dataclass(frozen=True)
-class TileMatmulPass(ModulePass):
+class LoopTileMatmulPass(ModulePass):
     """Matmul and convolution nests of loop kernels to tiled, vectorised GEMM micro-kernels
     (CPU)."""
 
@@ -103,7 +104,7 @@ class TileMatmulPass(ModulePass):
     threads: bool = False
     """Split packing and row blocks over threads (scf.parallel)."""
 
-    lanes: int = 8
+    lanes: int = DEFAULT_LANES
     """f32 lanes of the target's vector registers: 8 (AVX2), 16 (AVX-512)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -176,7 +176,7 @@ class Approximate(RewritePattern):
 
 
 @dataclass(frozen=True)
-class ApproximateMathPass(ModulePass):
+class MathApproximatePass(ModulePass):
     """Rewrite f32 math.tanh, math.erf and math.exp into arith (inline, vectorisable)."""
 
     name = "math-approximate"

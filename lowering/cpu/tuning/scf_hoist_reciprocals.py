@@ -44,7 +44,7 @@ def _hoist_point(divide: arith.DivfOp) -> Operation | None:
 
 
 @dataclass(frozen=True)
-class InvariantReciprocalsPass(ModulePass):
+class ScfHoistReciprocalsPass(ModulePass):
     """Divides by a loop-invariant float become multiplies by its hoisted reciprocal."""
 
     name = "scf-hoist-reciprocals"

@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
+from graphfuse.lowering.cpu.lanes import DEFAULT_LANES
 from graphfuse.lowering.cpu.tuning.loop_annotations import LoopAnnotation, trip_count, vector_valued
 
 MIN_OPS = 20
@@ -50,14 +51,14 @@ def _heavy_scalar_body(loop: scf.ForOp) -> bool:
 
 
 @dataclass(frozen=True)
-class InterleaveLoopsPass(ModulePass):
+class ScfInterleaveLoopsPass(ModulePass):
     """Interleave-count annotations on the innermost scalar loops with heavy bodies."""
 
     name = "scf-interleave-loops"
 
     count: int = 4
     reduction_count: int = 1
-    lanes: int = 8
+    lanes: int = DEFAULT_LANES
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         annotation = LoopAnnotation(interleave=self.count)

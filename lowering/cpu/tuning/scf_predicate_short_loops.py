@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from graphfuse.lowering.cpu.lanes import DEFAULT_LANES
 from graphfuse.lowering.cpu.tuning.loop_annotations import LoopAnnotation, trip_count, vector_valued
 
 
@@ -83,12 +84,12 @@ def _contiguous_scalar_body(loop: scf.ForOp) -> bool:
 
 
 @dataclass(frozen=True)
-class PredicateShortLoopsPass(ModulePass):
+class ScfPredicateShortLoopsPass(ModulePass):
     """Masked-tail vectorisation hints on short unit-stride loops."""
 
     name = "scf-predicate-short-loops"
 
-    lanes: int = 8
+    lanes: int = DEFAULT_LANES
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for loop in op.walk():

@@ -141,7 +141,7 @@ def _row_loops(module: ModuleOp) -> list[tuple[Block, tuple[SSAValue, ...]]]:
 
 
 @dataclass(frozen=True)
-class PrefetchRowsPass(ModulePass):
+class ScfPrefetchRowsPass(ModulePass):
     """Prefetch the next row after the first of several passes over a row."""
 
     name = "scf-prefetch-rows"

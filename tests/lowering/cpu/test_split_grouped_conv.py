@@ -8,7 +8,7 @@ import re
 import pytest
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
-from graphfuse.lowering.cpu.graph_split_grouped_conv import SplitGroupedConvPass
+from graphfuse.lowering.cpu.graph_split_grouped_conv import GraphSplitGroupedConvPass
 from graphfuse.parsing import make_context, parse_text
 from graphfuse.testing.compare import compile_and_compare
 
@@ -49,7 +49,7 @@ def _grouped(
 
 def _split(text: str) -> str:
     module = parse_text(text, "grouped")
-    SplitGroupedConvPass().apply(make_context(), module)
+    GraphSplitGroupedConvPass().apply(make_context(), module)
     return str(module)
 
 

@@ -1,5 +1,5 @@
-"""Row-stitched reduction kernels (lowering/row_stitching): which kernels run row by row, the
-loop kernel they become, and compiled results equal to the reference interpreter.
+"""Row-stitched reduction kernels (lowering/graph_to_loop/row_stitching): which kernels run
+row by row, the loop kernel they become, and compiled results equal to the reference interpreter.
 
 The kernels are written out by hand (one `graph.fused` per function), so the tests fix the
 kernel being lowered whatever graph-fuse decides. Functions of one module share one build.
@@ -19,7 +19,7 @@ from xdsl.ir import Operation, SSAValue
 
 import graphfuse
 from graphfuse.dialects import graph, loop
-from graphfuse.lowering.cpu.gemm.loop_split_epilogues import SplitEpiloguesPass
+from graphfuse.lowering.cpu.gemm.loop_split_epilogues import LoopSplitEpiloguesPass
 from graphfuse.lowering.graph_to_loop.buffers import GlobalPool
 from graphfuse.lowering.graph_to_loop.kernel_lowering import (
     kernel_signature,
@@ -384,7 +384,7 @@ def test_lower_kernel_staged_has_a_loop_per_stage() -> None:
 def _threaded_upstream(text: str) -> ModuleOp:
     """The kernel through the CPU pipeline's loop passes, with threads."""
     module = ModuleOp([_kernel(text)])
-    SplitEpiloguesPass().apply(Context(), module)
+    LoopSplitEpiloguesPass().apply(Context(), module)
     ConvertLoopToUpstreamPass(parallel=True).apply(Context(), module)
     return module
 
@@ -392,7 +392,7 @@ def _threaded_upstream(text: str) -> ModuleOp:
 def test_split_epilogues_keeps_row_loop() -> None:
     kernel = _kernel(layernorm("f", (64, 1024)))
     module = ModuleOp([kernel])
-    SplitEpiloguesPass().apply(Context(), module)
+    LoopSplitEpiloguesPass().apply(Context(), module)
     (rows,) = _top_loops(kernel)
     assert rows.shape == (64,)
 

@@ -2,7 +2,7 @@
 
 The property tests compare the reference interpreter before and after fusion, which gives
 the same numbers for every acyclic grouping, so a wrong grouping passes them. Here the
-grouping itself is checked: on the pre-fusion DAG (built here, not by `passes.dataflow`)
+grouping itself is checked: on the pre-fusion DAG (built here, not by `passes.analysis.dataflow`)
 every kernel is convex and every op is in exactly one kernel; the TVM FuseOps phase rules
 hold in every kernel (an opaque op alone, one anchor with no producer and an elementwise
 epilogue at its shape, nothing after a reduction); the limits hold. On tiny DAGs the TVM partition
@@ -194,7 +194,7 @@ def tvm_violation(dag: Dag, members: frozenset[int]) -> str | None:
 
 
 def refined_violation(kernel: graph.FusedOp, max_inputs: int, max_results: int) -> str | None:
-    """Which rule of the refined partition (passes/fusion_legality) a kernel breaks.
+    """Which rule of the refined partition (passes/fusion/fusion_legality) a kernel breaks.
 
     Checked on the kernel's own body: an anchor reads in-kernel values only through
     transposes (a permutation of its load indices, nothing recomputed), and its result
