@@ -12,4 +12,17 @@ def __getattr__(name: str):  # noqa: ANN202 - lazy, so `import graphfuse` stays 
         from graphfuse.frontend.onnx_import import from_onnx
 
         return from_onnx
+    if name == "reference":
+        # Moved beside its dialect (graphfuse.dialects.graph.interpreter); the old import
+        # `from graphfuse import reference` keeps working, with a warning.
+        import warnings
+
+        from graphfuse.dialects.graph import interpreter
+
+        warnings.warn(
+            "graphfuse.reference moved to graphfuse.dialects.graph.interpreter",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return interpreter
     raise AttributeError(f"module 'graphfuse' has no attribute {name!r}")

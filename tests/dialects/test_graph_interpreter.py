@@ -592,3 +592,16 @@ def test_f32_as_f64_keeps_what_f32_rounds_away() -> None:
     np.testing.assert_array_equal(wide_ints, ints)
     # The flag does not leak into later runs.
     assert reference.run(module, "main", x, i)[0].dtype == np.float32
+
+
+def test_interpreter_old_import_path_still_works() -> None:
+    """`from graphfuse import reference` (before the dialect packages) still gives the
+    interpreter, with a DeprecationWarning naming the new module."""
+    import graphfuse
+    from graphfuse.dialects.graph import interpreter
+
+    with pytest.warns(DeprecationWarning, match="graphfuse.dialects.graph.interpreter"):
+        from graphfuse import reference
+    assert reference is interpreter
+    with pytest.raises(AttributeError, match="no attribute 'referenc'"):
+        graphfuse.referenc  # noqa: B018
