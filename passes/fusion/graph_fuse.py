@@ -40,7 +40,7 @@ from graphfuse.passes.analysis.dataflow import (
 )
 from graphfuse.passes.analysis.post_dominators import combine
 from graphfuse.passes.fusion.fusion_legality import Limits
-from graphfuse.passes.fusion.fusion_refine import HORIZONTAL_MAX_BYTES, RefineOptions, Refiner
+from graphfuse.passes.fusion.fusion_refine import RefineOptions, Refiner
 from graphfuse.passes.fusion.graph_fuse_patterns import fuse_patterns
 from graphfuse.passes.fusion.kernel_plan import Plan
 from graphfuse.passes.fusion.outline import inline, outline, sort_block
@@ -243,25 +243,25 @@ class GraphFusePass(ModulePass):
     refine: bool = True
     """Refine the TVM partition with the cost model (false: the TVM rules alone)."""
 
-    priority: bool = True
+    priority: bool = RefineOptions.priority
     """XLA priority fusion: producers into their consumers, best estimated gain first."""
 
-    recompute: bool = True
+    recompute: bool = RefineOptions.recompute
     """Let priority fusion recompute a cheap producer in each of several consumers."""
 
     stitch: bool = True
     """Reduction stitching: a reduction fuses with the ops after it over the same rows."""
 
-    multi_output: bool = True
+    multi_output: bool = RefineOptions.multi_output
     """Sibling fusion: kernels reading one input over one iteration space merge."""
 
-    merger: bool = True
+    merger: bool = RefineOptions.merger
     """XLA fusion merger: merge a kernel into its consumers when no bytes are added."""
 
-    rollback: bool = True
+    rollback: bool = RefineOptions.rollback
     """Split kernels that move as many bytes as their ops would alone."""
 
-    horizontal: bool = True
+    horizontal: bool = RefineOptions.horizontal
     """Horizontal fusion: independent small kernels of one iteration space merge."""
 
     max_inputs: int = DEFAULT_MAX_INPUTS
@@ -270,7 +270,7 @@ class GraphFusePass(ModulePass):
     max_results: int = DEFAULT_MAX_RESULTS
     """Most results a refined kernel may write."""
 
-    horizontal_max_bytes: int = HORIZONTAL_MAX_BYTES
+    horizontal_max_bytes: int = RefineOptions.horizontal_max_bytes
     """Kernels moving more bytes than this are not small enough for horizontal fusion."""
 
     target: str = "cpu"
