@@ -50,7 +50,7 @@ class Stage(Enum):
     PTX = "ptx"
 
 
-AT_LEAST = {"max_depth": GRAPH_FUSE_LEAST["max_depth"], "threads": 1}
+AT_LEAST: dict[str, int] = {"max_depth": GRAPH_FUSE_LEAST["max_depth"], "threads": 1}
 """The least value of each count option (max_depth: graph-fuse's own bound); the CLI's
 --max-depth and --threads check the same."""
 
@@ -287,6 +287,12 @@ def _memrefs(types: tuple[Attribute, ...] | list[Attribute]) -> list[MemRefType[
     return result
 
 
+def _check_options_type(options: object) -> None:
+    """Refuse, in one line, options that are no CompileOptions (from an untyped caller)."""
+    if not isinstance(options, CompileOptions):
+        raise GraphfuseError(f"options must be a CompileOptions, got {type(options).__name__}")
+
+
 def compile(  # noqa: A001 - the name users expect, as torch.compile
     module_or_path: ModuleOp | str | Path,
     entry: str = "main",
@@ -298,8 +304,7 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     """Compile a graph-dialect module (or .mlir file) and return `entry` as a callable
     taking and returning NumPy arrays: for the CPU (`output` also writes the shared library
     there) or, with target 'cuda', for the NVIDIA GPU the CUDA driver finds."""
-    if not isinstance(options, CompileOptions):
-        raise GraphfuseError(f"options must be a CompileOptions, got {type(options).__name__}")
+    _check_options_type(options)
     if target not in TARGETS:
         raise GraphfuseError(f"unknown target '{target}'; valid targets: {', '.join(TARGETS)}")
     if target == "cuda":

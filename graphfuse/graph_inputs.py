@@ -10,6 +10,8 @@ Each problem is one line naming the function, argument or op, and its location.
 
 from __future__ import annotations
 
+from typing import cast
+
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -21,6 +23,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Attribute, Operation
+from xdsl.utils.hints import isa
 
 from graphfuse.parsing import GraphfuseError, location_of, op_error
 
@@ -82,7 +85,7 @@ def type_problem(typ: Attribute) -> str | None:
             )
         if size == 0:
             return f"is empty (dimension #{dim} of {typ} is 0): empty tensors are not supported"
-    element = typ.get_element_type()
+    element = cast(TensorType[Attribute], typ).get_element_type()
     if not _supported_element(element):
         return f"has element type {element} ({typ}): graph ops take {ELEMENT_TYPES}"
     return None
@@ -92,7 +95,7 @@ def _supported_element(element: Attribute) -> bool:
     if isinstance(element, Float32Type | Float16Type | BFloat16Type):
         return True
     return (
-        isinstance(element, IntegerType)
+        isa(element, IntegerType)
         and element.width.data in (1, 32, 64)
         and element.signedness.data is Signedness.SIGNLESS
     )

@@ -92,7 +92,7 @@ def unsupported_element(op: Operation) -> Attribute | None:
         return None
     op_def = type(op).get_irdl_definition()
     for name, definition in [*op_def.operands, *op_def.results]:
-        values = getattr(op, name)
+        values: SSAValue | Sequence[SSAValue] | None = getattr(op, name)
         for value in (values,) if isinstance(values, SSAValue) else (values or ()):
             try:
                 definition.constr.verify((value.type,), VerificationContext())

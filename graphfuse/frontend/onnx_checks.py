@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from graphfuse.frontend.onnx_builder import ImportFailure
 
@@ -31,7 +31,9 @@ def as_model(model: object) -> Any:
         check_structure(model, "the model")
         return model
     if isinstance(model, bytes | bytearray | memoryview):
-        return _parse(bytes(model), "the bytes given")
+        # A string: memoryview is not subscriptable at run time before Python 3.12.
+        serialized = cast("bytes | bytearray | memoryview[int]", model)
+        return _parse(bytes(serialized), "the bytes given")
     if isinstance(model, str | Path):
         return load_model(model)
     raise ImportFailure(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 from xdsl.dialects import func
@@ -24,6 +24,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from graphfuse.frontend.onnx_builder import (
+    Array,
     Builder,
     ImportFailure,
     Value,
@@ -55,6 +56,15 @@ _NOT_FOLDED = {
     "Conv",
 }
 __all__ = ["from_onnx", "load_model", "parse_input_shapes"]
+
+
+class _Evaluator(Protocol):
+    """What the import calls of onnx.reference.ReferenceEvaluator, whose `run` leaves
+    `output_names` unannotated."""
+
+    def run(self, output_names: None, feed_inputs: dict[str, Any]) -> dict[str, Any] | list[Any]:
+        """All outputs (`output_names` None) for the given inputs."""
+        ...
 
 
 def from_onnx(
@@ -233,7 +243,7 @@ class _Importer:
             return True
         feeds = {n: v for n, v in zip(node.input, inputs, strict=True) if n}
         try:
-            evaluator = ReferenceEvaluator(node, opsets=self._opsets())
+            evaluator = cast(_Evaluator, ReferenceEvaluator(node, opsets=self._opsets()))
             outputs = evaluator.run(None, feeds)
         except Exception as error:  # the evaluator raises many kinds on bad nodes
             if node.op_type in CONVERTERS:
@@ -311,7 +321,7 @@ def _folded_tensor(value: Any, node: Any, label: str) -> np.ndarray:
     """A folded output as an array; sequence and optional values (lists, None) have no
     graph-dialect counterpart and would otherwise turn into a wrong array silently."""
     if isinstance(value, np.ndarray | np.generic):
-        return np.asarray(value)
+        return np.asarray(cast(Array | np.generic, value))
     kind = "no value (an empty optional)" if value is None else f"a {type(value).__name__}"
     raise ImportFailure(
         f"node {label} ({node.op_type}) produces {kind}, not a tensor; graphfuse supports "

@@ -179,7 +179,7 @@ module that still holds bfloat after `opt` carries its own (weak, hidden) copy."
 def mlir_opt_stages(upstream: str, threads: int = 1) -> list[list[str]]:
     """The mlir-opt runs from upstream MLIR to the LLVM dialect: one, or with threads two,
     between which `parallel.schedule_dynamically` rewrites the OpenMP loops' schedule."""
-    passes = list(MLIR_TO_LLVM_DIALECT)
+    passes: list[str] = list(MLIR_TO_LLVM_DIALECT)
     if "bf16" in upstream:
         passes.insert(passes.index("--expand-strided-metadata"), BF16_EXPANSION)
     if not _parallel(upstream, threads):

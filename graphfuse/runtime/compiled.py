@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 import numpy as np
 from xdsl.dialects.builtin import MemRefType
@@ -30,6 +30,11 @@ class ArgumentError(DiagnosticException, ValueError):
 def _describe(typ: MemRefType[Attribute]) -> str:
     shape = "x".join(str(d) for d in typ.get_shape())
     return f"{shape}x{typ.get_element_type()}" if shape else str(typ.get_element_type())
+
+
+def _writable_c_array(value: object) -> TypeGuard[Array]:
+    """Whether results can be written into `value` in place."""
+    return isinstance(value, np.ndarray) and value.flags.c_contiguous and value.flags.writeable
 
 
 class ArrayFunction:
@@ -78,7 +83,9 @@ class ArrayFunction:
                 np.empty(t.get_shape(), memref_abi.storage_dtype(t.get_element_type()))
                 for t in self.outputs
             ]
-        given = list(out) if isinstance(out, tuple | list) else [out]
+        given: list[Any] = (
+            list(cast(Sequence[Any], out)) if isinstance(out, tuple | list) else [out]
+        )
         if len(given) != len(self.outputs):
             raise ArgumentError(
                 f"@{self.name} has {len(self.outputs)} results, out= gives {len(given)}"
@@ -87,9 +94,7 @@ class ArrayFunction:
             dtype = memref_abi.storage_dtype(typ.get_element_type())
             if memref_abi.user_dtype(typ.get_element_type()) != dtype:
                 raise ArgumentError(f"@{self.name} result #{index} is bf16: out= is not supported")
-            ok = (
-                isinstance(array, np.ndarray) and array.flags.c_contiguous and array.flags.writeable
-            )
+            ok = _writable_c_array(array)
             if not ok or array.dtype != dtype or tuple(array.shape) != tuple(typ.get_shape()):
                 raise ArgumentError(
                     f"@{self.name} out #{index} must be a writable C-contiguous {dtype} array "

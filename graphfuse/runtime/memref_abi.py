@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
 )
 from xdsl.ir import Attribute
+from xdsl.utils.hints import isa
 
 Array = np.ndarray[Any, Any]
 
@@ -33,7 +34,7 @@ def storage_dtype(element: Attribute) -> np.dtype[Any]:
         return np.dtype(np.float16)
     if isinstance(element, BFloat16Type):
         return np.dtype(np.uint16)
-    assert isinstance(element, IntegerType), element
+    assert isa(element, IntegerType), element
     return np.dtype({1: np.bool_, 8: np.int8, 32: np.int32, 64: np.int64}[element.width.data])
 
 
