@@ -36,12 +36,12 @@ from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.utils.exceptions import PassFailedException
 
 from graphfuse.dialects import loop
+from graphfuse.dialects.loop.emitter import BlockBuilder
 from graphfuse.lowering.gpu.gpu_rows import build_rows, use_rows
 from graphfuse.lowering.loop_to_upstream.loop_indexing import (
     WARP,
     block_and_thread,
     delinearize,
-    index,
     inline_body,
 )
 
@@ -74,31 +74,21 @@ def _map_points(nest: loop.ParallelOp, block_size: int, target: Block) -> tuple[
     points = math.prod(nest.shape)
     threads = min(block_size, -(-points // WARP) * WARP)
     grid = -(-points // threads)
-    block_id, thread_id = block_and_thread()
-    ops: list[Operation] = [block_id, thread_id]
-    if grid == 1:
-        linear = thread_id.result
-    else:
-        width = index(threads)
-        base = arith.MuliOp(block_id, width)
-        total = arith.AddiOp(base, thread_id)
-        ops += [width, base, total]
-        linear = total.result
-    target.add_ops(ops)
-    inner = target
+    out = BlockBuilder(target)
+    block_id, thread_id = block_and_thread(out)
+    linear = thread_id
+    if grid != 1:
+        base = out.emit(arith.MuliOp(block_id, out.index(threads)))
+        linear = out.emit(arith.AddiOp(base, thread_id))
+    inner = out
     if grid * threads != points:
-        bound = index(points)
-        inside = arith.CmpiOp(linear, bound, "ult")
-        then = Block()
-        target.add_ops([bound, inside, scf.IfOp(inside, [], Region(then))])
-        inner = then
-    indices: list[Operation] = []
-    values = delinearize(linear, nest.shape, indices)
-    inner.add_ops(indices)
-    terminator = inline_body(nest.body.block, values, inner)
-    terminator.erase()
-    if inner is not target:
-        inner.add_op(scf.YieldOp())
+        inside = out.emit(arith.CmpiOp(linear, out.index(points), "ult"))
+        inner = BlockBuilder()
+        out.add(scf.IfOp(inside, [], Region(inner.block)))
+    values = delinearize(linear, nest.shape, inner)
+    inline_body(nest.body.block, values, inner.block).erase()
+    if inner is not out:
+        inner.add(scf.YieldOp())
     return grid, threads
 
 
@@ -166,22 +156,20 @@ class _KernelMapper:
 
 
 def _replace_call(call: loop.CallOp, launches: Sequence[Launch]) -> None:
-    ops: list[Operation] = []
-    one = index(1)
-    ops.append(one)
+    host = BlockBuilder()
+    one = host.index(1)
     for launch in launches:
-        globals_ = [memref.GetGlobalOp(name, typ) for name, typ in launch.globals]
-        grid, block = index(launch.grid), index(launch.block)
-        ops += [*globals_, grid, block]
-        ops.append(
+        globals_ = [host.emit(memref.GetGlobalOp(name, typ)) for name, typ in launch.globals]
+        grid, block = host.index(launch.grid), host.index(launch.block)
+        host.add(
             gpu.LaunchFuncOp(
                 launch.function,
                 [grid, one, one],
                 [block, one, one],
-                kernelOperands=[*call.buffers, *(g.memref for g in globals_)],
+                kernelOperands=[*call.buffers, *globals_],
             )
         )
-    Rewriter.replace_op(call, ops, new_results=[])
+    Rewriter.replace_op(call, host.take(), new_results=[])
 
 
 @dataclass(frozen=True)

@@ -17,28 +17,19 @@ from __future__ import annotations
 
 import math
 
-from xdsl.dialects import arith, gpu, scf
-from xdsl.dialects.builtin import (
-    Float32Type,
-    Float64Type,
-    FloatAttr,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-    UnitAttr,
-)
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.dialects import gpu, scf
+from xdsl.dialects.builtin import Float32Type, Float64Type, IndexType, IntegerType, UnitAttr
+from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import Rewriter
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop.combine import combine
-from graphfuse.dialects.loop.emitter import is_float
+from graphfuse.dialects.loop.emitter import BlockBuilder, is_float
 from graphfuse.lowering.loop_to_upstream.loop_indexing import (
     WARP,
     block_and_thread,
     delinearize,
-    index,
     inline_body,
 )
 
@@ -89,57 +80,57 @@ def use_rows(nest: loop.ParallelOp) -> bool:
     return longest >= WARP and all(_reads_rows(r) for r in reduces)
 
 
-def _identity(kind: loop.ReduceKind, typ: Attribute) -> arith.ConstantOp:
+def _identity(kind: loop.ReduceKind, typ: Attribute) -> float | int:
     """The value `kind` combines with to change nothing."""
     if is_float(typ):
-        assert isinstance(typ, Float32Type | Float64Type)
-        values = {"add": 0.0, "mul": 1.0, "max": -math.inf, "min": math.inf}
-        return arith.ConstantOp(FloatAttr(values[kind.value], typ))
+        return {"add": 0.0, "mul": 1.0, "max": -math.inf, "min": math.inf}[kind.value]
     assert isa(typ, IntegerType)
     top = (1 << (typ.bitwidth - 1)) - 1
-    values_i = {"add": 0, "mul": 1, "max": -top - 1, "min": top}
-    return arith.ConstantOp(IntegerAttr(values_i[kind.value], typ))
+    return {"add": 0, "mul": 1, "max": -top - 1, "min": top}[kind.value]
 
 
 def _strided_loop(
-    op: InnerLoop, thread: SSAValue, threads: int, carried: list[SSAValue]
-) -> tuple[list[Operation], scf.ForOp, loop.YieldOp]:
-    """An scf.for from `thread` to the points of `op` by `threads`, holding `op`'s body
-    (its multi-index recomputed from the loop's counter); returns the ops to insert, the
+    op: InnerLoop, thread: SSAValue, threads: int, carried: list[SSAValue], out: BlockBuilder
+) -> tuple[scf.ForOp, loop.YieldOp]:
+    """Appends to `out` an scf.for from `thread` to the points of `op` by `threads`,
+    holding `op`'s body (its multi-index recomputed from the loop's counter); returns the
     loop and the body's former `loop.yield` (detached, for the caller to end the body)."""
-    upper, step = index(math.prod(op.shape)), index(threads)
-    body = Block(arg_types=[IndexType(), *(value.type for value in carried)])
-    positions: list[Operation] = []
-    point = delinearize(body.args[0], op.shape, positions)
-    body.add_ops(positions)
-    terminator = inline_body(op.body.block, point, body)
-    for_op = scf.ForOp(thread, upper, step, carried, body)
-    return [upper, step, for_op], for_op, terminator
+    upper, step = out.index(math.prod(op.shape)), out.index(threads)
+    body = BlockBuilder(Block(arg_types=[IndexType(), *(value.type for value in carried)]))
+    point = delinearize(body.block.args[0], op.shape, body)
+    terminator = inline_body(op.body.block, point, body.block)
+    for_op = scf.ForOp(thread, upper, step, carried, body.block)
+    out.add(for_op)
+    return for_op, terminator
 
 
 def _share_loop(op: loop.ParallelOp, thread: SSAValue, threads: int, barrier: bool) -> None:
-    ops, for_op, terminator = _strided_loop(op, thread, threads, [])
+    out = BlockBuilder()
+    for_op, terminator = _strided_loop(op, thread, threads, [], out)
     terminator.erase()
     for_op.body.block.add_op(scf.YieldOp())
     if barrier:
-        ops.append(gpu.BarrierOp())
-    Rewriter.replace_op(op, ops, new_results=[])
+        out.add(gpu.BarrierOp())
+    Rewriter.replace_op(op, out.take(), new_results=[])
 
 
 def _share_reduce(op: loop.ReduceOp, thread: SSAValue, threads: int) -> None:
     kind, typ = op.kind.data, op.result.type
-    identity = _identity(kind, typ)
-    ops, for_op, terminator = _strided_loop(op, thread, threads, [identity.result])
-    body = for_op.body.block
-    partial = combine(kind, body.args[1], terminator.values[0])
+    out = BlockBuilder()
+    identity = out.constant(_identity(kind, typ), typ)
+    for_op, terminator = _strided_loop(op, thread, threads, [identity], out)
+    body = BlockBuilder(for_op.body.block)
+    partial = body.emit(combine(kind, body.block.args[1], terminator.values[0]))
     terminator.erase()
-    body.add_ops([partial, scf.YieldOp(partial.results[0])])
-    exchange = Block(arg_types=[typ, typ])
-    both = combine(kind, exchange.args[0], exchange.args[1])
-    exchange.add_ops([both, gpu.YieldOp([both.results[0]])])
-    total = gpu.AllReduceOp.from_body(Region(exchange), for_op.results[0], UnitAttr())
-    final = combine(kind, op.init, total.result)
-    Rewriter.replace_op(op, [identity, *ops, total, final], [final.results[0]])
+    body.add(scf.YieldOp(partial))
+    exchange = BlockBuilder(Block(arg_types=[typ, typ]))
+    both = exchange.emit(combine(kind, exchange.block.args[0], exchange.block.args[1]))
+    exchange.add(gpu.YieldOp([both]))
+    total = out.emit(
+        gpu.AllReduceOp.from_body(Region(exchange.block), for_op.results[0], UnitAttr())
+    )
+    final = out.emit(combine(kind, op.init, total))
+    Rewriter.replace_op(op, out.take(), [final])
 
 
 def build_rows(nest: loop.ParallelOp, block_size: int, target: Block) -> tuple[int, int]:
@@ -147,15 +138,13 @@ def build_rows(nest: loop.ParallelOp, block_size: int, target: Block) -> tuple[i
     inner = _inner_loops(nest)
     longest = max(math.prod(op.shape) for op in inner)
     threads = min(block_size, -(-longest // WARP) * WARP)
-    block_id, thread_id = block_and_thread()
-    target.add_ops([block_id, thread_id])
-    positions: list[Operation] = []
-    row = delinearize(block_id.result, nest.shape, positions)
-    target.add_ops(positions)
+    out = BlockBuilder(target)
+    block_id, thread_id = block_and_thread(out)
+    row = delinearize(block_id, nest.shape, out)
     inline_body(nest.body.block, row, target).erase()
     for position, op in enumerate(inner):
         if isinstance(op, loop.ParallelOp):
-            _share_loop(op, thread_id.result, threads, position + 1 < len(inner))
+            _share_loop(op, thread_id, threads, position + 1 < len(inner))
         else:
-            _share_reduce(op, thread_id.result, threads)
+            _share_reduce(op, thread_id, threads)
     return math.prod(nest.shape), threads

@@ -23,13 +23,14 @@ from xdsl.dialects import func, memref, scf
 from xdsl.dialects.builtin import FunctionType, IndexType, ModuleOp, UnitAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop import abi
 from graphfuse.dialects.loop.combine import combine
+from graphfuse.dialects.loop.emitter import BlockBuilder
 from graphfuse.lowering.loop_to_upstream.bool_buffers import store_bools_as_bytes
-from graphfuse.lowering.loop_to_upstream.loop_indexing import index
+from graphfuse.lowering.loop_to_upstream.loop_indexing import inline_body
 
 PARALLEL_MIN_WORK = 1 << 15
 """Loop nests with fewer iterations than this (counting nested reductions) stay serial:
@@ -76,12 +77,6 @@ def _convert(op: Operation, threaded: bool) -> None:
         _lower_kernel(op)
 
 
-def _insert_before(new: Operation, op: Operation) -> None:
-    block = op.parent_block()
-    assert block is not None
-    block.insert_op_before(new, op)
-
-
 def _work(op: loop.ParallelOp) -> int:
     """Iterations of `op`'s nest: its points times (1 + the points of nested reductions)."""
     nested = sum(math.prod(r.shape) for r in op.body.walk() if isinstance(r, loop.ReduceOp))
@@ -107,59 +102,41 @@ def _lower_nest(
     """Loops over `bounds` running `op`'s body: scf.for, with all but the innermost dim
     (kept a plain loop for the vectoriser) as one scf.parallel when `threaded`; a reduction
     threads its accumulator through every loop as an iter_arg."""
-    body = op.body.block
-    terminator = body.last_op
-    assert isinstance(terminator, loop.YieldOp)
-    zero, one = index(0), index(1)
-    _insert_before(zero, op)
-    _insert_before(one, op)
+    before = BlockBuilder()
+    zero, one = before.index(0), before.index(1)
     accumulator: SSAValue | None = reduce.init if reduce is not None else None
     outer: Operation | None = None
-    parent_block: Block | None = None
+    level = before
     induction: list[SSAValue] = []
     n_parallel = max(len(bounds) - 1, 1) if threaded else 0
     if n_parallel:
-        uppers = [index(b) for b in bounds[:n_parallel]]
-        for upper in uppers:
-            _insert_before(upper, op)
+        uppers = [before.index(b) for b in bounds[:n_parallel]]
         par_block = Block(arg_types=[IndexType()] * n_parallel)
         outer = scf.ParallelOp([zero] * n_parallel, uppers, [one] * n_parallel, Region(par_block))
-        _insert_before(outer, op)
+        before.add(outer)
         induction.extend(par_block.args)
-        parent_block = par_block
+        level = BlockBuilder(par_block)
     for bound in bounds[n_parallel:]:
-        upper = index(bound)
+        upper = level.index(bound)
         loop_block = Block(arg_types=[IndexType()] + ([accumulator.type] if accumulator else []))
         for_op = scf.ForOp(
             zero, upper, one, [accumulator] if accumulator else [], Region(loop_block)
         )
-        if parent_block is None:
-            _insert_before(upper, op)
-            _insert_before(for_op, op)
+        level.add(for_op)
+        if outer is None:
             outer = for_op
         else:
-            parent_block.add_ops([upper, for_op])
-            parent_block.add_op(_end_of(parent_block, for_op.results))
+            level.add(_end_of(level.block, for_op.results))
         induction.append(loop_block.args[0])
         accumulator = loop_block.args[1] if reduce is not None else None
-        parent_block = loop_block
-    target = parent_block
-    for arg, value in zip(body.args, induction, strict=True):
-        arg.replace_all_uses_with(value)
-    for inner in list(body.ops):
-        if inner is terminator:
-            continue
-        inner.detach()
-        if target is None:
-            _insert_before(inner, op)
-        else:
-            target.add_op(inner)
-    result = _finish_body(op, terminator, target, accumulator, reduce)
+        level = BlockBuilder(loop_block)
+    terminator = inline_body(op.body.block, induction, level.block)
+    result = _finish_body(terminator, level if bounds else None, accumulator, reduce)
+    Rewriter.insert_op(before.take(), InsertPoint.before(op))
     if reduce is not None:
         final = outer.results[0] if outer is not None else result
         assert final is not None
         reduce.result.replace_all_uses_with(final)
-    terminator.detach()
     terminator.erase()
     op.detach()
     op.erase()
@@ -173,23 +150,23 @@ def _end_of(block: Block, results: Sequence[SSAValue]) -> Operation:
 
 
 def _finish_body(
-    op: Operation,
     terminator: loop.YieldOp,
-    target: Block | None,
+    body: BlockBuilder | None,
     accumulator: SSAValue | None,
     reduce: loop.ReduceOp | None,
 ) -> SSAValue | None:
-    """Ends the innermost loop: combine into the accumulator (reductions) and yield."""
+    """Ends the innermost loop's `body` (None: no loop): combine into the accumulator
+    (reductions) and yield."""
     if reduce is None:
-        if target is not None:
-            target.add_op(_end_of(target, []))
+        if body is not None:
+            body.add(_end_of(body.block, []))
         return None
     element = terminator.values[0]
-    if target is None:  # a reduction over no dimensions is its element
+    if body is None:  # a reduction over no dimensions is its element
         return element
     assert accumulator is not None
-    combined = combine(reduce.kind.data, accumulator, element)
-    target.add_ops([combined, scf.YieldOp(combined.results[0])])
+    combined = body.emit(combine(reduce.kind.data, accumulator, element))
+    body.add(scf.YieldOp(combined))
     return None
 
 

@@ -1,7 +1,8 @@
 """Index arithmetic for code that replaces loop-dialect loops (the GPU mappings, the
-tiled matmul, the upstream conversion): index constants, a linear number (a thread's,
-a block's, a task's) to a loop's multi-index, moving a loop body into its new place, and
-whether a value is defined inside a loop (so code may be moved out of it)."""
+tiled matmul): the block and thread ids, a linear number (a thread's, a block's, a task's)
+to a loop's multi-index, moving a loop body into its new place, and whether a value is
+defined inside a loop (so code may be moved out of it). Ops go through a `BlockBuilder`;
+`index` stays for the GPU emulation (graphfuse.testing.gpu_on_cpu), which wants the op."""
 
 from __future__ import annotations
 
@@ -12,42 +13,40 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from graphfuse.dialects import loop
+from graphfuse.dialects.loop.emitter import BlockBuilder
 
 WARP = 32
 
 
-def block_and_thread() -> tuple[gpu.BlockIdOp, gpu.ThreadIdOp]:
+def block_and_thread(builder: BlockBuilder) -> tuple[SSAValue, SSAValue]:
     """The x block id and x thread id (graphfuse launches one-dimensional grids)."""
     x = gpu.DimensionAttr(gpu.DimensionEnum.X)
-    return gpu.BlockIdOp(x), gpu.ThreadIdOp(x)
+    return builder.emit(gpu.BlockIdOp(x)), builder.emit(gpu.ThreadIdOp(x))
 
 
 def index(value: int) -> arith.ConstantOp:
+    """A detached `index` constant (a `BlockBuilder`'s `index` appends one and returns
+    its value)."""
     return arith.ConstantOp(IntegerAttr(value, IndexType()))
 
 
-def delinearize(linear: SSAValue, shape: Sequence[int], add: list[Operation]) -> list[SSAValue]:
+def delinearize(linear: SSAValue, shape: Sequence[int], builder: BlockBuilder) -> list[SSAValue]:
     """The multi-index of `linear` (below the product of `shape`) in `shape`, last dimension
-    fastest; the ops are appended to `add`. A dimension of extent 1 is the constant 0, and
-    the outermost other one is what remains after the inner ones are divided out."""
+    fastest, computed by ops appended to `builder`. A dimension of extent 1 is the constant
+    0, and the outermost other one is what remains after the inner ones are divided out."""
     result: list[SSAValue] = [linear] * len(shape)
     non_unit = [position for position, extent in enumerate(shape) if extent != 1]
     rest = linear
     for position in reversed(range(len(shape))):
         extent = shape[position]
         if extent == 1:
-            zero = index(0)
-            add.append(zero)
-            result[position] = zero.result
+            result[position] = builder.index(0)
         elif position == non_unit[0]:
             result[position] = rest
         else:
-            size = index(extent)
-            digit = arith.RemUIOp(rest, size)
-            quotient = arith.DivUIOp(rest, size)
-            add.extend([size, digit, quotient])
-            result[position] = digit.result
-            rest = quotient.result
+            size = builder.index(extent)
+            result[position] = builder.emit(arith.RemUIOp(rest, size))
+            rest = builder.emit(arith.DivUIOp(rest, size))
     return result
 
 

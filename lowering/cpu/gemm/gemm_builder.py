@@ -73,10 +73,7 @@ class GemmBuilder(BlockBuilder):
 
     def split(self, value: SSAValue, shape: Sequence[int]) -> list[SSAValue]:
         """The multi-index of the linear `value` in `shape`, last dimension fastest."""
-        positions: list[Operation] = []
-        values = delinearize(value, shape, positions)
-        self.block.add_ops(positions)
-        return values
+        return delinearize(value, shape, self)
 
     def bind(self, args: Sequence[SSAValue], value: SSAValue, shape: Sequence[int]) -> Mapping:
         """`args` mapped to the multi-index of the linear `value` in `shape`."""
