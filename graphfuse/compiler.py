@@ -1,6 +1,6 @@
 """`graphfuse.compile`: a graph in, a callable on NumPy arrays out.
 
-The pipeline is the one DESIGN.md draws: the pass pipelines of graphfuse.pipelines, run
+The pipeline is the one the README draws: the pass pipelines of graphfuse.pipelines, run
 stage by stage (fusion: graph, to_loop: loop, cpu_lowering or gpu_lowering: upstream), then
 mlir-opt / mlir-translate / opt (llvm) and llc + the C compiler (a shared library), or PTX.
 `lower_to` stops at any stage, for `graphfuse compile --emit` and for tests. CompileOptions

@@ -1,4 +1,4 @@
-"""The layout DESIGN.md promises: imports point down the layers, folders and classes stay small.
+"""The layout the README describes: imports point down the layers, folders and classes stay small.
 
 Read from the source with `ast`, so a change that makes a dialect import a pass, a conversion
 import a target, or a class grow past the house limit fails here, not in review.
