@@ -13,24 +13,13 @@ i32/i64 -> int32/int64, i1 -> bool, and bf16 -> float32 holding values rounded t
 from __future__ import annotations
 
 import math
-import typing
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    AnyFloat,
-    BFloat16Type,
-    BytesAttr,
-    DenseIntOrFPElementsAttr,
-    Float16Type,
-    Float32Type,
-    IntegerType,
     ModuleOp,
-    TensorType,
 )
 from xdsl.interpreter import (
     Interpreter,
@@ -48,92 +37,19 @@ from xdsl.utils.exceptions import InterpretationError
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_rules as rules
+from graphfuse.dialects.graph.elements import (
+    F32_AS_F64,
+    value_dtype,
+)
+
+# The element-type helpers stay part of the interpreter's API (`reference.numpy_to_dense`).
+from graphfuse.dialects.graph.elements import Array as Array
+from graphfuse.dialects.graph.elements import dense_to_numpy as dense_to_numpy
+from graphfuse.dialects.graph.elements import numpy_dtype as numpy_dtype
+from graphfuse.dialects.graph.elements import numpy_to_dense as numpy_to_dense
+from graphfuse.dialects.graph.elements import round_to_bf16 as round_to_bf16
+from graphfuse.dialects.graph.elements import to_element_type as to_element_type
 from graphfuse.parsing import GraphfuseError, op_error
-
-Array = NDArray[Any]
-
-# ---------------------------------------------------------------------------------------
-# Element types
-# ---------------------------------------------------------------------------------------
-
-
-def numpy_dtype(element_type: Attribute) -> np.dtype[Any]:
-    """The NumPy dtype that holds values of an element type (bf16 lives in float32)."""
-    if isinstance(element_type, Float32Type | BFloat16Type):
-        return np.dtype(np.float32)
-    if isinstance(element_type, Float16Type):
-        return np.dtype(np.float16)
-    if isinstance(element_type, IntegerType):
-        width = element_type.bitwidth
-        if width == 1:
-            return np.dtype(np.bool_)
-        if width in (8, 16, 32, 64):
-            return np.dtype(f"int{width}")
-    raise GraphfuseError(f"element type {element_type} is not supported by the interpreter")
-
-
-def round_to_bf16(values: Array) -> Array:
-    """Round float32 values to the nearest bf16 (ties to even), keeping NaN and inf."""
-    as_f32 = np.asarray(values, dtype=np.float32)
-    bits = as_f32.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
-    return np.where(np.isnan(as_f32), as_f32, rounded.view(np.float32))
-
-
-_F32_AS_F64: ContextVar[bool] = ContextVar("graphfuse_reference_f32_as_f64", default=False)
-"""Set by `run(..., f32_as_f64=True)`: f32 values are held as float64 (see `run`)."""
-
-
-def _value_dtype(element_type: Attribute) -> np.dtype[Any]:
-    if isinstance(element_type, Float32Type) and _F32_AS_F64.get():
-        return np.dtype(np.float64)
-    return numpy_dtype(element_type)
-
-
-def to_element_type(value: Array, element_type: Attribute) -> Array:
-    """Convert a computed array to how the interpreter stores `element_type`."""
-    dtype = _value_dtype(element_type)
-    converted = np.asarray(value).astype(dtype, copy=False)
-    if isinstance(element_type, BFloat16Type):
-        return round_to_bf16(converted)
-    return converted
-
-
-def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> Array:
-    """The contents of a dense elements attribute as an array of its storage dtype."""
-    tensor_type = graph.tensor_type_of(attr.get_type())
-    element_type: Attribute = tensor_type.get_element_type()
-    dtype = numpy_dtype(element_type)
-    raw = attr.data.data
-    shape = tensor_type.get_shape()
-    if isinstance(element_type, BFloat16Type):
-        halves = np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16
-        return halves.view(np.float32).reshape(shape)
-    if dtype == np.bool_:
-        return (np.frombuffer(raw, dtype=np.uint8) != 0).reshape(shape)
-    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
-
-
-def numpy_to_dense(array: Array, tensor_type: TensorType[Attribute]) -> DenseIntOrFPElementsAttr:
-    """`array` as a dense attribute of `tensor_type` (inverse of `dense_to_numpy`), as raw
-    bytes in the layout the MLIR parser produces."""
-    element_type: Attribute = tensor_type.get_element_type()
-    stored = to_element_type(np.asarray(array).reshape(tensor_type.get_shape()), element_type)
-    if stored.dtype.kind == "f" and not stored.any() and len(set(np.signbit(stored).flat)) > 1:
-        # Zeros of both signs would print as a splat of the first (xDSL's splat test
-        # compares values, and -0.0 == 0.0): the text would hold other bits than the
-        # module. All +0.0 keeps them equal, at a cost only where a result depends on a
-        # zero's sign (dividing by such a constant gives +inf where -inf was due).
-        stored = np.zeros_like(stored)
-    if isinstance(element_type, BFloat16Type):
-        raw = (stored.view(np.uint32) >> 16).astype(np.uint16).tobytes()
-    elif stored.dtype == np.bool_:
-        raw = np.where(stored, 0xFF, 0).astype(np.uint8).tobytes()
-    else:
-        raw = np.ascontiguousarray(stored).tobytes()
-    assert isinstance(element_type, IntegerType | AnyFloat), element_type
-    dense_type = typing.cast(TensorType[IntegerType | AnyFloat], tensor_type)
-    return DenseIntOrFPElementsAttr(dense_type, BytesAttr(raw))
 
 
 def _widen(value: Array) -> Array:
@@ -181,7 +97,7 @@ def gather(data: Array, indices: Array, axis: int) -> Array:
 
 def cast(x: Array, element_type: Attribute) -> Array:
     """Element-type conversion: float to int truncates; anything to i1 is `x != 0`."""
-    dtype = _value_dtype(element_type)
+    dtype = value_dtype(element_type)
     if dtype == np.bool_:
         return x != 0
     if np.issubdtype(dtype, np.integer) and np.issubdtype(x.dtype, np.floating):
@@ -567,7 +483,7 @@ def run(module: ModuleOp, name: str, *arrays: Any, f32_as_f64: bool = False) -> 
     which differential tests use to size their tolerance.
     """
     function = find_function(module, name)
-    token = _F32_AS_F64.set(f32_as_f64)
+    token = F32_AS_F64.set(f32_as_f64)
     try:
         args = _check_arguments(function, arrays)
         interpreter = Interpreter(module)
@@ -577,7 +493,7 @@ def run(module: ModuleOp, name: str, *arrays: Any, f32_as_f64: bool = False) -> 
     except InterpretationError as error:
         raise GraphfuseError(f"@{name}: cannot interpret: {str(error).splitlines()[0]}") from None
     finally:
-        _F32_AS_F64.reset(token)
+        F32_AS_F64.reset(token)
 
 
 def random_inputs(function: func.FuncOp, seed: int = 0) -> list[Array]:

@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_rules as rules
-from graphfuse.dialects.graph.interpreter import numpy_dtype, numpy_to_dense
+from graphfuse.dialects.graph.elements import numpy_dtype, numpy_to_dense
 from graphfuse.parsing import GraphfuseError
 
 Array = np.ndarray[Any, Any]

@@ -16,7 +16,7 @@ from xdsl.ir import SSAValue
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_of, tensor_type_of
 from graphfuse.dialects.graph import shape_rules as rules
-from graphfuse.dialects.graph.interpreter import dense_to_numpy, to_element_type
+from graphfuse.dialects.graph.elements import dense_to_numpy, to_element_type
 from graphfuse.dialects.loop.emitter import Index, compute_type, is_float
 from graphfuse.lowering.graph_to_loop import index_maps
 from graphfuse.lowering.graph_to_loop.element_builder import ElementBuilder

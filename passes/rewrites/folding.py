@@ -13,7 +13,7 @@ from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from graphfuse.dialects import graph
-from graphfuse.dialects.graph import interpreter as reference
+from graphfuse.dialects.graph import elements
 
 Array = NDArray[Any]
 
@@ -24,12 +24,12 @@ FOLD_LIMIT = 1 << 16
 def constant_value(value: SSAValue) -> Array | None:
     """The contents of a value computed by `graph.constant`, else None."""
     if isinstance(value, OpResult) and isinstance(value.op, graph.ConstantOp):
-        return reference.dense_to_numpy(value.op.value)
+        return elements.dense_to_numpy(value.op.value)
     return None
 
 
 def make_constant(array: Array, tensor_type: TensorType[Attribute]) -> graph.ConstantOp:
-    return graph.ConstantOp(reference.numpy_to_dense(array, tensor_type))
+    return graph.ConstantOp(elements.numpy_to_dense(array, tensor_type))
 
 
 def _single_use_producer(value: SSAValue, op_type: type[Operation]) -> Operation | None:
@@ -129,7 +129,11 @@ class FoldConstants(RewritePattern):
         size = _elements(result_type.get_shape())
         if size > FOLD_LIMIT or size > max(a.size for a in arrays if a is not None):
             return
-        results = reference.evaluate(op, [a for a in arrays if a is not None])
+        # Imported here: the interpreter pulls in xDSL's interpreter framework, which a
+        # module with nothing to fold (and `graphfuse --help`) need not load.
+        from graphfuse.dialects.graph.interpreter import evaluate
+
+        results = evaluate(op, [a for a in arrays if a is not None])
         if results is None:
             return
         rewriter.replace(op, make_constant(results[0], result_type))

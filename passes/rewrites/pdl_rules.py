@@ -19,13 +19,12 @@ import numpy as np
 from numpy.typing import NDArray
 from xdsl.context import Context
 from xdsl.dialects import pdl
-from xdsl.interpreters.pdl import PDLRewritePattern
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import RewritePattern
 from xdsl.utils.exceptions import PassFailedException
 
 from graphfuse.dialects import graph
-from graphfuse.dialects.graph import interpreter as reference
+from graphfuse.dialects.graph import elements
 from graphfuse.parsing import GraphfuseError, location_of, make_context, parse_text
 
 
@@ -34,7 +33,7 @@ def _constant(value: object) -> NDArray[Any] | None:
     owner = getattr(value, "owner", None)
     if not isinstance(owner, graph.ConstantOp):
         return None
-    array = reference.dense_to_numpy(owner.value)
+    array = elements.dense_to_numpy(owner.value)
     return array if array.size > 0 else None
 
 
@@ -104,6 +103,9 @@ def load_rules(text: str, name: str) -> list[RewritePattern]:
     Rules are parsed, and their new ops created, in graphfuse's own context (every
     registered dialect), whatever context the calling pass was given.
     """
+    # xDSL's interpreters package is slow to import; only rule loading needs it.
+    from xdsl.interpreters.pdl import PDLRewritePattern
+
     ctx = make_context()
     try:
         module = parse_text(text, name, ctx)

@@ -35,7 +35,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from graphfuse.dialects import graph
-from graphfuse.dialects.graph import interpreter as reference
+from graphfuse.dialects.graph import elements
 from graphfuse.dialects.graph import shape_rules as rules
 
 _OPS: dict[str, type[Operation]] = {op.name: op for op in graph.Graph.operations}
@@ -151,7 +151,7 @@ def _resolve(value: Any, env: Mapping[str, Any]) -> Any:
 
 def scalar_constant(value: float, element_type: Attribute) -> graph.ConstantOp:
     """A rank-0 `graph.constant` of the given element type."""
-    attr = reference.numpy_to_dense(np.array(value), TensorType(element_type, ()))
+    attr = elements.numpy_to_dense(np.array(value), TensorType(element_type, ()))
     return graph.ConstantOp(attr)
 
 

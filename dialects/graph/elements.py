@@ -1,0 +1,110 @@
+"""Element types as NumPy holds them, and dense attributes to and from arrays.
+
+Shared by the interpreter, constant folding, the ONNX importer and the lowering, without the
+interpreter's machinery (xDSL's interpreter framework), so a pass that only converts
+constants imports little. bf16 lives in float32 (rounded to bf16), i1 in bool.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Any, cast
+
+import numpy as np
+from numpy.typing import NDArray
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BFloat16Type,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    IntegerType,
+    TensorType,
+)
+from xdsl.ir import Attribute
+
+from graphfuse.dialects.graph.ops import tensor_type_of
+from graphfuse.parsing import GraphfuseError
+
+Array = NDArray[Any]
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype[Any]:
+    """The NumPy dtype that holds values of an element type (bf16 lives in float32)."""
+    if isinstance(element_type, Float32Type | BFloat16Type):
+        return np.dtype(np.float32)
+    if isinstance(element_type, Float16Type):
+        return np.dtype(np.float16)
+    if isinstance(element_type, IntegerType):
+        width = element_type.bitwidth
+        if width == 1:
+            return np.dtype(np.bool_)
+        if width in (8, 16, 32, 64):
+            return np.dtype(f"int{width}")
+    raise GraphfuseError(f"element type {element_type} is not supported by the interpreter")
+
+
+def round_to_bf16(values: Array) -> Array:
+    """Round float32 values to the nearest bf16 (ties to even), keeping NaN and inf."""
+    as_f32 = np.asarray(values, dtype=np.float32)
+    bits = as_f32.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
+    return np.where(np.isnan(as_f32), as_f32, rounded.view(np.float32))
+
+
+F32_AS_F64: ContextVar[bool] = ContextVar("graphfuse_reference_f32_as_f64", default=False)
+"""Set by `run(..., f32_as_f64=True)`: f32 values are held as float64 (see `run`)."""
+
+
+def value_dtype(element_type: Attribute) -> np.dtype[Any]:
+    """The dtype the interpreter holds `element_type` in (f32 as float64 under F32_AS_F64)."""
+    if isinstance(element_type, Float32Type) and F32_AS_F64.get():
+        return np.dtype(np.float64)
+    return numpy_dtype(element_type)
+
+
+def to_element_type(value: Array, element_type: Attribute) -> Array:
+    """Convert a computed array to how the interpreter stores `element_type`."""
+    dtype = value_dtype(element_type)
+    converted = np.asarray(value).astype(dtype, copy=False)
+    if isinstance(element_type, BFloat16Type):
+        return round_to_bf16(converted)
+    return converted
+
+
+def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> Array:
+    """The contents of a dense elements attribute as an array of its storage dtype."""
+    tensor_type = tensor_type_of(attr.get_type())
+    element_type: Attribute = tensor_type.get_element_type()
+    dtype = numpy_dtype(element_type)
+    raw = attr.data.data
+    shape = tensor_type.get_shape()
+    if isinstance(element_type, BFloat16Type):
+        halves = np.frombuffer(raw, dtype=np.uint16).astype(np.uint32) << 16
+        return halves.view(np.float32).reshape(shape)
+    if dtype == np.bool_:
+        return (np.frombuffer(raw, dtype=np.uint8) != 0).reshape(shape)
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+def numpy_to_dense(array: Array, tensor_type: TensorType[Attribute]) -> DenseIntOrFPElementsAttr:
+    """`array` as a dense attribute of `tensor_type` (inverse of `dense_to_numpy`), as raw
+    bytes in the layout the MLIR parser produces."""
+    element_type: Attribute = tensor_type.get_element_type()
+    stored = to_element_type(np.asarray(array).reshape(tensor_type.get_shape()), element_type)
+    if stored.dtype.kind == "f" and not stored.any() and len(set(np.signbit(stored).flat)) > 1:
+        # Zeros of both signs would print as a splat of the first (xDSL's splat test
+        # compares values, and -0.0 == 0.0): the text would hold other bits than the
+        # module. All +0.0 keeps them equal, at a cost only where a result depends on a
+        # zero's sign (dividing by such a constant gives +inf where -inf was due).
+        stored = np.zeros_like(stored)
+    if isinstance(element_type, BFloat16Type):
+        raw = (stored.view(np.uint32) >> 16).astype(np.uint16).tobytes()
+    elif stored.dtype == np.bool_:
+        raw = np.where(stored, 0xFF, 0).astype(np.uint8).tobytes()
+    else:
+        raw = np.ascontiguousarray(stored).tobytes()
+    assert isinstance(element_type, IntegerType | AnyFloat), element_type
+    dense_type = cast(TensorType[IntegerType | AnyFloat], tensor_type)
+    return DenseIntOrFPElementsAttr(dense_type, BytesAttr(raw))
