@@ -7,8 +7,8 @@ the same IR (tests/test_pipelines.py checks both). An option at its pass's defau
 out of a spec, so each default lives in its pass. With `--lanes 8` and more than one thread:
 
   graphfuse fuse:                        xdsl-opt in.mlir -p 'graph-fuse'
-  graphfuse compile --emit upstream:     xdsl-opt in.mlir -p 'graph-split-grouped-conv,graph-fuse,convert-graph-to-loop,loop-tile-matmul{threads=true},loop-split-epilogues,convert-loop-to-upstream{parallel=true},scf-prefetch-rows,scf-hoist-reciprocals,math-approximate,scf-interleave-loops,scf-predicate-short-loops'
-  graphfuse compile --target nvptx --emit gpu:  xdsl-opt in.mlir -p 'graph-fuse,convert-graph-to-loop{operand-copies=false},convert-loop-to-gpu,convert-loop-to-upstream'
+  graphfuse compile --emit upstream:     xdsl-opt in.mlir -p 'graph-split-grouped-conv,graph-fuse,convert-graph-to-loop,loop-dedupe-kernels,loop-tile-matmul{threads=true},loop-split-epilogues,convert-loop-to-upstream{parallel=true},scf-prefetch-rows,scf-hoist-reciprocals,math-approximate,scf-interleave-loops,scf-predicate-short-loops'
+  graphfuse compile --target nvptx --emit gpu:  xdsl-opt in.mlir -p 'graph-fuse,convert-graph-to-loop{operand-copies=false},loop-dedupe-kernels,convert-loop-to-gpu,convert-loop-to-upstream'
 
 The compiler runs a pipeline stage by stage (fusion, to_loop, cpu_lowering or gpu_lowering)
 to stop at any stage; their specs joined by commas are the lines above.
@@ -41,9 +41,10 @@ def fusion(cpu: bool = True, **options: Option | None) -> str:
 
 
 def to_loop(cpu: bool = True) -> str:
-    """Fused graph to loop kernels. The CPU copies matmul and convolution operands into
-    reduction-contiguous layouts; a GPU's threads read the original layout."""
-    return spec("convert-graph-to-loop", operand_copies=cpu)
+    """Fused graph to loop kernels, identical ones built once. The CPU copies matmul and
+    convolution operands into reduction-contiguous layouts; a GPU's threads read the
+    original layout."""
+    return join(spec("convert-graph-to-loop", operand_copies=cpu), "loop-dedupe-kernels")
 
 
 def cpu_lowering(parallel: bool, lanes: int) -> str:

@@ -59,6 +59,12 @@ def _get_convert_graph_to_loop() -> type[ModulePass]:
     return ConvertGraphToLoopPass
 
 
+def _get_loop_dedupe_kernels() -> type[ModulePass]:
+    from graphfuse.lowering.graph_to_loop.loop_dedupe_kernels import LoopDedupeKernelsPass
+
+    return LoopDedupeKernelsPass
+
+
 def _get_convert_loop_to_upstream() -> type[ModulePass]:
     from graphfuse.lowering.loop_to_upstream.convert_loop_to_upstream import (
         ConvertLoopToUpstreamPass,
@@ -134,6 +140,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-report-fusion": _get_graph_report_fusion,
     # conversions
     "convert-graph-to-loop": _get_convert_graph_to_loop,
+    "loop-dedupe-kernels": _get_loop_dedupe_kernels,
     "convert-loop-to-upstream": _get_convert_loop_to_upstream,
     "convert-loop-to-gpu": _get_convert_loop_to_gpu,
     # CPU target: grouped convolutions split per group, loop-level GEMM tiling, then tuning

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import Float32Type, ModuleOp
+from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from graphfuse.dialects import loop
@@ -120,21 +120,6 @@ def reads_constants(operand: Operand, constant_args: set[SSAValue]) -> bool:
         isinstance(op.buffer.owner, memref.GetGlobalOp) or op.buffer in constant_args
         for op in loads
     )
-
-
-def constant_arguments(module: ModuleOp) -> dict[str, set[int]]:
-    """Per loop kernel, the argument positions every `loop.call` fills with a
-    `memref.get_global` (a constant of the module)."""
-    found: dict[str, set[int]] = {}
-    for call in module.walk():
-        if not isinstance(call, loop.CallOp):
-            continue
-        positions = {
-            n for n, b in enumerate(call.buffers) if isinstance(b.owner, memref.GetGlobalOp)
-        }
-        name = call.callee.string_value()
-        found[name] = found[name] & positions if name in found else positions
-    return found
 
 
 def _reduce_of(nest: loop.ParallelOp) -> loop.ReduceOp | None:

@@ -28,9 +28,9 @@ from xdsl.traits import SymbolTable
 
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop import abi
+from graphfuse.dialects.loop.calls import constant_arguments
 from graphfuse.lowering.cpu.gemm.contractions import (
     Contraction,
-    constant_arguments,
     match_contraction,
 )
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder
