@@ -20,7 +20,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
-from graphfuse import pipelines, toolchain
+from graphfuse import pipelines, timing, toolchain
 from graphfuse.compiler import AT_LEAST, CompileOptions
 from graphfuse.dialects.graph import FusionKind, functions, fusion_kind
 from graphfuse.outputs import check_output_file, check_output_folder, write_all
@@ -511,6 +511,10 @@ def build_parser() -> argparse.ArgumentParser:
     import_.add_argument("-o", "--output", help="write the module here (default: stdout)")
     _input_shape_argument(import_)
     import_.set_defaults(handler=cmd_import)
+    for command in commands.choices.values():
+        command.add_argument(
+            "--timing", action="store_true", help="print a time tree of the stages to stderr"
+        )
     return parser
 
 
@@ -569,6 +573,16 @@ def _max_depth_argument(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `graphfuse` command."""
     args = build_parser().parse_args(argv)
+    if not args.timing:
+        return _dispatch(args)
+    with timing.collect(f"graphfuse {args.command}") as root:
+        code = _dispatch(args)
+    print(timing.render(root), file=sys.stderr)
+    return code
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Runs the command; a diagnostic becomes one line and exit status 1."""
     try:
         return args.handler(args)
     except DiagnosticException as error:

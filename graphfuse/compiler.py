@@ -35,6 +35,7 @@ from graphfuse.runtime.build import CpuTarget, build_shared_library, to_llvm_ir
 from graphfuse.runtime.compiled import CompiledFunction
 from graphfuse.runtime.cuda_function import CudaFunction, HostPlan
 from graphfuse.runtime.nvptx import DEFAULT_CHIP, NvptxTarget, build_ptx
+from graphfuse.timing import timed
 
 
 class Stage(Enum):
@@ -126,12 +127,13 @@ def load(
     """A verified graph module, checked as graphfuse input: parsed from a path (.mlir, or
     .onnx imported with `input_shapes` binding its dynamic dimensions), or a copy of the
     given module; anything else is refused in one line."""
-    if isinstance(module_or_path, ModuleOp):
-        module = module_or_path.clone()
-        verify(module)
-    else:
-        module = _load_path(module_or_path, input_shapes or {})
-    check_graph_module(module)
+    with timed("load"):
+        if isinstance(module_or_path, ModuleOp):
+            module = module_or_path.clone()
+            verify(module)
+        else:
+            module = _load_path(module_or_path, input_shapes or {})
+        check_graph_module(module)
     return module
 
 
@@ -314,17 +316,20 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
         output = check_output_file(output)
     module = load(module_or_path)
     _entry(module, entry)
-    lower_to(module, Stage.LOOP, options)
+    with timed("graph to loop"):
+        lower_to(module, Stage.LOOP, options)
     signature = caller_signature(module, entry)
     function = _entry(module, entry)
     kernels = sum(1 for op in function.walk() if isinstance(op, loop.CallOp))
     from graphfuse.lowering.graph_to_loop.detached_constants import detach_large_constants
 
-    pipelines.run(options.cpu_lowering(), module)
+    with timed("cpu lowering"):
+        pipelines.run(options.cpu_lowering(), module)
     # A library written to `output` must stand alone, so it keeps its constants; one used
     # here gets the large ones copied in after loading (see detached_constants).
     detached = {} if output is not None else detach_large_constants(module)
-    upstream = str(module)
+    with timed("print upstream MLIR"):
+        upstream = str(module)
     if detached:
         digest = hashlib.sha256()
         for name, data in sorted(detached.items()):
@@ -332,9 +337,10 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
             digest.update(data)
         # Libraries differing only in detached constants must not share one loaded copy.
         upstream += f"\n// detached constants: {digest.hexdigest()}\n"
-    library = build_shared_library(
-        upstream, options.target, Path(output) if output is not None else None
-    )
+    with timed("build"):
+        library = build_shared_library(
+            upstream, options.target, Path(output) if output is not None else None
+        )
     return CompiledFunction(
         library,
         entry,

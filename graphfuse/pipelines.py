@@ -23,6 +23,7 @@ from xdsl.passes import PassPipeline
 
 from graphfuse.parsing import GraphfuseError, make_context
 from graphfuse.passes.fusion.graph_fuse import GraphFusePass
+from graphfuse.timing import timed
 from graphfuse.universe import ALL_PASSES
 
 Option = bool | int | str
@@ -113,8 +114,12 @@ def parse(pipeline: str) -> PassPipeline:
 
 
 def run(pipeline: str, module: ModuleOp) -> None:
-    """Apply a spec's passes to `module` in place, as `xdsl-opt -p` does."""
-    parse(pipeline).apply(make_context(), module)
+    """Apply a spec's passes to `module` in place, as `xdsl-opt -p` does (each timed, for
+    `--timing`)."""
+    ctx = make_context()
+    for one in parse(pipeline).passes:
+        with timed(one.name):
+            one.apply(ctx, module)
 
 
 def run_explained(pipeline: str, module: ModuleOp) -> list[str]:
@@ -123,8 +128,9 @@ def run_explained(pipeline: str, module: ModuleOp) -> list[str]:
     ctx = make_context()
     decisions: list[str] = []
     for step in parse(pipeline).passes:
-        if isinstance(step, GraphFusePass):
-            decisions += [line for lines in step.fuse(ctx, module) for line in lines]
-        else:
-            step.apply(ctx, module)
+        with timed(step.name):
+            if isinstance(step, GraphFusePass):
+                decisions += [line for lines in step.fuse(ctx, module) for line in lines]
+            else:
+                step.apply(ctx, module)
     return decisions

@@ -16,8 +16,15 @@ ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = {"dialects": "graphfuse.dialects", "passes": "graphfuse.passes"}
 FOLDERS |= {"lowering": "graphfuse.lowering", "graphfuse": "graphfuse"}
 
-BASE = ("graphfuse.parsing", "graphfuse.graph_inputs", "graphfuse.outputs", "graphfuse.toolchain")
-"""Diagnostics, input checks and tool finding: used by every layer, importing none above."""
+BASE = (
+    "graphfuse.parsing",
+    "graphfuse.graph_inputs",
+    "graphfuse.outputs",
+    "graphfuse.toolchain",
+    "graphfuse.timing",
+)
+"""Diagnostics, input checks, tool finding and stage timing: used by every layer, importing
+none above."""
 CONVERSIONS = ("graphfuse.lowering.graph_to_loop", "graphfuse.lowering.loop_to_upstream")
 
 ALLOWED: list[tuple[str, tuple[str, ...]]] = [

@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 
 from graphfuse.runtime import parallel
+from graphfuse.timing import timed
 from graphfuse.toolchain import ToolchainError, require_tool, tool_named, tool_version
 
 MLIR_TO_LLVM_DIALECT = (
@@ -130,7 +131,8 @@ def run_tool(stage: str, tool: str, args: list[str], stdin: str | bytes | None =
     found = require_tool(tool)
     data = stdin.encode() if isinstance(stdin, str) else stdin
     try:
-        done = subprocess.run([found.path, *args], input=data, capture_output=True, timeout=600)
+        with timed(f"{tool} ({stage})"):
+            done = subprocess.run([found.path, *args], input=data, capture_output=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as error:
         raise ToolchainError(f"{stage}: {tool} did not run: {error}") from None
     if done.returncode != 0:
