@@ -26,7 +26,7 @@ from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.parsing import parse_text
 from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
 from graphfuse.testing import workloads
-from graphfuse.testing.timing import best_time, cold_compile
+from graphfuse.testing.measure import best_time, cold_compile
 
 
 def copy_bandwidth() -> float:

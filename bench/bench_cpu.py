@@ -33,7 +33,7 @@ from graphfuse.compiler import CompileOptions
 from graphfuse.dialects.graph import functions
 from graphfuse.parsing import parse_text
 from graphfuse.testing import workloads
-from graphfuse.testing.timing import best_time
+from graphfuse.testing.measure import best_time
 from graphfuse.testing.to_jax import to_jax
 from graphfuse.testing.to_onnx import to_onnx
 

@@ -30,7 +30,7 @@ from graphfuse.dialects.graph import functions
 from graphfuse.parsing import parse_text
 from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
 from graphfuse.testing import workloads
-from graphfuse.testing.timing import best_time, cold_compile
+from graphfuse.testing.measure import best_time, cold_compile
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -25,8 +25,8 @@ from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.dialects.graph import functions
 from graphfuse.frontend.onnx_import import from_onnx
 from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
+from graphfuse.testing.measure import best_time, cold_compile
 from graphfuse.testing.model_zoo import MODELS, export, onnxruntime_run
-from graphfuse.testing.timing import best_time, cold_compile
 
 ROOT = Path(__file__).resolve().parent.parent
 
