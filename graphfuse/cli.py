@@ -68,12 +68,21 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.output is not None:
         check_output_file(args.output)
     module = from_onnx(args.file, parse_input_shapes(args.input_shape or []))
-    text = str(module) + "\n"
-    if args.output:
-        write_all({args.output: text})
-    else:
-        sys.stdout.write(text)
+    _write_module(module, args.output, args.inline_weights)
     return 0
+
+
+def _write_module(module: ModuleOp, output: str | None, inline: bool) -> None:
+    """A module to `output` with its large weights in a safetensors file beside it
+    (graphfuse.weights), or, with `inline`, in the text; to stdout always whole, so that
+    it can be read back."""
+    from graphfuse.weights import module_text, write_module
+
+    with timing.timed("print"):
+        if output:
+            write_module(module, output, inline)
+        else:
+            sys.stdout.write(module_text(module, inline=True) + "\n")
 
 
 def op_counts(module: ModuleOp) -> tuple[Counter[FusionKind], Counter[str]]:
@@ -248,8 +257,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.target == "nvptx" and args.emit is None:
         return _compile_nvptx(module, args)
     if args.emit is not None:
-        text = lower_to(module, Stage(args.emit), _options(args))
-        if args.output:
+        stage = Stage(args.emit)
+        text = lower_to(module, stage, _options(args), inline_weights=args.inline_weights)
+        if args.output and args.emit in _MODULE_STAGES:
+            _write_module(module, args.output, args.inline_weights)
+        elif args.output:
             write_all({args.output: text if text.endswith("\n") else text + "\n"})
         else:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -259,6 +271,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
     assert isinstance(compiled, CompiledFunction)
     print(f"wrote {output}: {compiled!r}".replace(str(compiled.library_path), output))
     return 0
+
+
+_MODULE_STAGES = frozenset({"graph", "loop", "upstream", "gpu"})
+"""--emit stages that are MLIR modules: written with -o as module and weights file."""
 
 
 def _default_output(args: argparse.Namespace) -> str:
@@ -385,17 +401,11 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         notes.extend(_report_lines(module, before))
     if reference_run is not None:
         notes.append(_compare_with_reference(module, *reference_run))
-    outputs: dict[str | Path, str] = {}
     if args.dot:
-        outputs[args.dot] = "".join(function_to_dot(f) for f in functions(module))
-    text = str(module) + "\n"
-    if args.output:
-        outputs[args.output] = text
-    write_all(outputs)
+        write_all({args.dot: "".join(function_to_dot(f) for f in functions(module))})
     for note in notes:
         print(f"// {note}")
-    if args.output is None:
-        sys.stdout.write(text)
+    _write_module(module, args.output, args.inline_weights)
     return 0
 
 
@@ -514,6 +524,13 @@ def build_parser() -> argparse.ArgumentParser:
     for command in commands.choices.values():
         command.add_argument(
             "--timing", action="store_true", help="print a time tree of the stages to stderr"
+        )
+    for command in (import_, fuse, compile_):
+        command.add_argument(
+            "--inline-weights",
+            action="store_true",
+            help="weights over 4 KiB as bytes in the text (default: with -o, in a "
+            "<output>.safetensors file beside it; --emit shows their names and shapes)",
         )
     return parser
 

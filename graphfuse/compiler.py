@@ -36,6 +36,7 @@ from graphfuse.runtime.compiled import CompiledFunction
 from graphfuse.runtime.cuda_function import CudaFunction, HostPlan
 from graphfuse.runtime.nvptx import DEFAULT_CHIP, NvptxTarget, build_ptx
 from graphfuse.timing import timed
+from graphfuse.weights import module_text
 
 
 class Stage(Enum):
@@ -198,38 +199,44 @@ def fuse(module: ModuleOp, options: CompileOptions, cpu: bool = True) -> None:
     verify(module)
 
 
-def lower_to(module: ModuleOp, stage: Stage, options: CompileOptions = CompileOptions()) -> str:
+def lower_to(
+    module: ModuleOp,
+    stage: Stage,
+    options: CompileOptions = CompileOptions(),
+    inline_weights: bool = True,
+) -> str:
     """The module's text at `stage` (the module is changed in place up to that stage).
-    Stage.PTX gives every kernel's PTX, each after a `// kernel @name` line."""
+    Stage.PTX gives every kernel's PTX, each after a `// kernel @name` line. Without
+    `inline_weights`, the MLIR stages print large weights as named `dense_resource`
+    handles (shape and name, no bytes; see graphfuse.weights)."""
     if stage is Stage.LLVM:
         check_options(options)
     fuse(module, options, cpu=stage not in (Stage.GPU, Stage.PTX))
+
+    def text() -> str:
+        with timed("print"):
+            return module_text(module, inline=inline_weights)
+
     if stage is Stage.GRAPH:
-        return str(module)
+        return text()
     if stage in (Stage.GPU, Stage.PTX):
         to_gpu(module, options)
-        gpu_text = str(module)
         if stage is Stage.GPU:
-            return gpu_text
-        kernels = build_ptx(gpu_text, options.nvptx)
+            return text()
+        kernels = build_ptx(str(module), options.nvptx)
         return "".join(f"// kernel @{name}\n{ptx}" for name, ptx in kernels.items())
     _to_loop(module)
     if stage is Stage.LOOP:
-        return str(module)
-    upstream = _to_upstream(module, options)
+        return text()
+    pipelines.run(options.cpu_lowering(), module)
     if stage is Stage.UPSTREAM:
-        return upstream
-    return to_llvm_ir(upstream, options.target)
+        return text()
+    return to_llvm_ir(str(module), options.target)
 
 
 def _to_loop(module: ModuleOp, cpu: bool = True) -> None:
     pipelines.run(pipelines.to_loop(cpu), module)
     verify(module)
-
-
-def _to_upstream(module: ModuleOp, options: CompileOptions) -> str:
-    pipelines.run(options.cpu_lowering(), module)
-    return str(module)
 
 
 def to_gpu(module: ModuleOp, options: CompileOptions, entry: str | None = None) -> Signature | None:

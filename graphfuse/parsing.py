@@ -10,15 +10,30 @@ from __future__ import annotations
 import bisect
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
-from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    IntAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.parser import Parser
 from xdsl.universe import Universe
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
+
+if TYPE_CHECKING:
+    from graphfuse.weights import WeightsFile
+
+NAME_HINT = "graph.name"
+"""Discardable attribute on a constant: the name its weight is printed under
+(graphfuse.weights)."""
 
 
 class GraphfuseError(DiagnosticException):
@@ -45,10 +60,52 @@ class LocatedParser(Parser):
             # and the type where one on its line is outside the dialect's element types.
             message = _unsupported_type_at(span) or str(error)
             raise ParseError(span, f"{_op_name_at(span)}{message}") from None
+        if self._handles and op.name == "graph.constant":
+            handle = self._handles.get(op.properties["value"])
+            if handle is not None:
+                op.attributes[NAME_HINT] = StringAttr(handle)  # printed again by this name
         if not isinstance(op.location, FileLineColLoc):
             line, col = self._line_and_column(span)
             op.location = FileLineColLoc(StringAttr(span.input.name), IntAttr(line), IntAttr(col))
         return op
+
+    weights: WeightsFile | None = None
+    """Where `dense_resource` handles find their data (graphfuse.weights)."""
+
+    def _parse_builtin_dense_resource_attr(self) -> Attribute:
+        """`dense_resource<handle> : type`, read at once from the module's weights file
+        into a dense attribute (as if its bytes were written inline), so passes see
+        weights as arrays. xDSL's own reading declares each handle in a process-wide
+        table and renames one seen before (`w` -> `w_0`): a file parsed twice would
+        name its weights differently."""
+        from graphfuse.weights import MissingWeightsFile
+
+        self.parse_characters("<", " in dense_resource attribute")
+        at = self._current_token.span
+        handle = self.parse_identifier(" for resource handle")
+        self.parse_characters(">", " in dense_resource attribute")
+        self.parse_characters(":", " in dense_resource attribute")
+        typ = self.parse_type()
+        if not isinstance(typ, TensorType | MemRefType):
+            raise ParseError(at, f"dense_resource<{handle}> needs a tensor type, got {typ}")
+        weights = self.weights or MissingWeightsFile(
+            "the module names no weights file (graphfuse.weights)"
+        )
+        try:
+            value = weights.dense(handle, typ)
+        except GraphfuseError as error:
+            raise ParseError(at, str(error)) from None
+        self.handles[value] = handle
+        return value
+
+    @property
+    def handles(self) -> dict[Attribute, str]:
+        """The handle each weight read from the weights file was named by."""
+        if self._handles is None:
+            self._handles = {}
+        return self._handles
+
+    _handles: dict[Attribute, str] | None = None
 
     _line_starts: list[int] | None = None
 
@@ -106,16 +163,25 @@ def op_error(op: Operation, message: str) -> GraphfuseError:
     return GraphfuseError(f"{location_of(op)}: '{op.name}' op {first_line}")
 
 
-def parse_text(text: str, name: str = "<input>", ctx: Context | None = None) -> ModuleOp:
-    """Parse and verify a module; any problem becomes a one-line `GraphfuseError`."""
+def parse_text(
+    text: str, name: str = "<input>", ctx: Context | None = None, folder: Path | None = None
+) -> ModuleOp:
+    """Parse and verify a module; any problem becomes a one-line `GraphfuseError`.
+    Weights held outside the text (`dense_resource`) are read from the weights file the
+    module names, in `folder` (see graphfuse.weights)."""
     if not _COMMENT.sub("", text).strip():
         raise GraphfuseError(f"{name}: no function: the file is empty or holds only comments")
+    from graphfuse.weights import WEIGHTS_ATTR, named_weights_file
+
     try:
         # The parser lexes its first token as it is made: that too may fail.
-        module = LocatedParser(ctx or make_context(), text, name).parse_module()
+        parser = LocatedParser(ctx or make_context(), text, name)
+        parser.weights = named_weights_file(text, folder)
+        module = parser.parse_module()
     except ParseError as error:
         # Lexed again only now, to name an unbalanced brace where it is.
         raise GraphfuseError(_parse_error_line(error, _tokens(text, name))) from None
+    module.attributes.pop(WEIGHTS_ATTR, None)  # the weights are in the module now
     verify(module)
     return module
 
@@ -172,7 +238,7 @@ def parse_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:
         text = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as error:
         raise GraphfuseError(f"{path}: cannot read: {error}") from None
-    return parse_text(text, str(path), ctx)
+    return parse_text(text, str(path), ctx, Path(path).parent)
 
 
 def verify(module: ModuleOp) -> None:

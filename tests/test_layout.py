@@ -22,9 +22,10 @@ BASE = (
     "graphfuse.outputs",
     "graphfuse.toolchain",
     "graphfuse.timing",
+    "graphfuse.weights",
 )
-"""Diagnostics, input checks, tool finding and stage timing: used by every layer, importing
-none above."""
+"""Diagnostics, input checks, tool finding, stage timing and weights files: used by every
+layer, importing none above."""
 CONVERSIONS = ("graphfuse.lowering.graph_to_loop", "graphfuse.lowering.loop_to_upstream")
 
 ALLOWED: list[tuple[str, tuple[str, ...]]] = [

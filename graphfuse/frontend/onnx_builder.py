@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    StringAttr,
     TensorType,
     UnitAttr,
     i64,
@@ -32,7 +33,8 @@ from xdsl.utils.exceptions import VerifyException
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_rules as rules
 from graphfuse.dialects.graph.elements import numpy_dtype, numpy_to_dense
-from graphfuse.parsing import GraphfuseError
+from graphfuse.parsing import NAME_HINT, GraphfuseError
+from graphfuse.weights import TEXT_LIMIT
 
 Array = np.ndarray[Any, Any]
 Value = SSAValue | Array
@@ -113,6 +115,8 @@ class Builder:
         """The node's output names ("" for an output it does not produce)."""
         self.origin: dict[Operation, str] = {}
         self._constants: dict[int, tuple[Array, SSAValue]] = {}
+        self.names: dict[int, tuple[Array, str]] = {}
+        """Initializers by id: a constant made of one is printed under its name."""
 
     def fail(self, message: str) -> ImportFailure:
         return ImportFailure(f"node {self.node}: {message}")
@@ -133,6 +137,11 @@ class Builder:
         op = graph.ConstantOp.create(
             result_types=[typ], properties={"value": numpy_to_dense(array, typ)}
         )
+        named = self.names.get(id(value))
+        if named is not None and named[0] is value and array.nbytes > TEXT_LIMIT:
+            # Only weights printed outside the text carry names: a name on a small
+            # constant would keep CSE from merging it with an equal one.
+            op.attributes[NAME_HINT] = StringAttr(named[1])
         result = self._append(op)
         self._constants[id(value)] = (value, result)
         return result

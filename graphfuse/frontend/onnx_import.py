@@ -127,7 +127,9 @@ class _Importer:
         from onnx import numpy_helper
 
         for tensor in self.graph.initializer:
-            self.values[tensor.name] = numpy_helper.to_array(tensor)
+            array = numpy_helper.to_array(tensor)
+            self.values[tensor.name] = array
+            self.builder.names[id(array)] = (array, tensor.name)
 
     def _add_inputs(self) -> list[Attribute]:
         arguments = [i for i in self.graph.input if i.name not in self.values]

@@ -1,0 +1,329 @@
+"""Weights outside the text: large constants printed as `dense_resource<name>` handles,
+their bytes in a safetensors file beside the module.
+
+In memory a weight is a dense attribute holding raw bytes (NumPy views them without a
+copy), so passes fold and pack weights as arrays. Only text pays for bytes: printed as hex
+they cost a model's size twice over and every tool that reads them (BERT-base: 440 MB of
+weights, a 528 MB module). So a module is written as text plus a weights file:
+
+    builtin.module attributes {graphfuse.weights = "bert.safetensors"} {
+      %0 = graph.constant dense_resource<encoder.layer.0.query.weight> : tensor<768x768xf32>
+
+`dense_resource<handle>` is MLIR's own syntax for data held outside the text; the module
+attribute names the file (relative to the module's folder) that holds each handle's data
+under the same name. safetensors is the format other tools read (NumPy, PyTorch, JAX),
+with a header of names, dtypes and shapes that is read without touching the data.
+
+A constant's name comes from the `graph.name` hint the ONNX importer sets (the
+initializer's name); other constants are named `weight_<n>`. Printed output elides weights
+the same way (`--emit`): shape and name readable, bytes only on request (`inline=True`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    IntegerType,
+    ModuleOp,
+    ShapedType,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Operation
+
+from graphfuse.parsing import NAME_HINT, GraphfuseError
+
+WEIGHTS_ATTR = "graphfuse.weights"
+"""Module attribute: the weights file of a module printed with its weights outside."""
+TEXT_LIMIT = 4096
+"""Constants over this many bytes leave the text; smaller ones (shapes, biases of small
+layers, scalars) stay inline where they are read at a glance."""
+
+
+def weights_file_for(module_path: str | Path) -> Path:
+    """The weights file written beside a module: `model.mlir` -> `model.safetensors`."""
+    return Path(module_path).with_suffix(".safetensors")
+
+
+# ---- writing ------------------------------------------------------------------------------
+
+
+@dataclass
+class Outlined:
+    """The weights a module's text refers to, by handle, while it is printed outlined."""
+
+    weights: dict[str, DenseIntOrFPElementsAttr] = field(
+        default_factory=dict[str, DenseIntOrFPElementsAttr]
+    )
+
+
+def _large(value: Attribute, limit: int) -> bool:
+    return isinstance(value, DenseIntOrFPElementsAttr) and len(value.data.data) > limit
+
+
+def _holders(op: Operation) -> Iterator[tuple[dict[str, Attribute], str]]:
+    """Each (dictionary, key) of `op` that holds a property or attribute value."""
+    for key in list(op.properties):
+        yield op.properties, key
+    for key in list(op.attributes):
+        yield op.attributes, key
+
+
+_NOT_IN_HANDLE = re.compile(r"[^A-Za-z0-9_.$]")
+
+
+def handle_for(name: str) -> str:
+    """A name as an MLIR resource handle (a bare identifier: letters, digits, `_$.`)."""
+    handle = _NOT_IN_HANDLE.sub("_", name).strip(".") or "weight"
+    return handle if handle[0].isalpha() or handle[0] == "_" else f"w{handle}"
+
+
+@contextmanager
+def outlined(module: ModuleOp, limit: int = TEXT_LIMIT) -> Iterator[Outlined]:
+    """Within the block, `module` holds `dense_resource` handles where it held constants
+    over `limit` bytes (and no name hints); everything is put back on exit. Equal
+    constants share one handle."""
+    found = Outlined()
+    by_value: dict[DenseIntOrFPElementsAttr, str] = {}
+    undo: list[tuple[dict[str, Attribute], str, Attribute]] = []
+    try:
+        for op in module.walk():
+            hint = op.attributes.get(NAME_HINT)
+            if hint is not None:
+                undo.append((op.attributes, NAME_HINT, hint))
+                del op.attributes[NAME_HINT]
+            for holder, key in _holders(op):
+                value = holder[key]
+                if not _large(value, limit):
+                    continue
+                assert isinstance(value, DenseIntOrFPElementsAttr)
+                handle = by_value.get(value)
+                if handle is None:
+                    name = hint.data if isinstance(hint, StringAttr) else "weight"
+                    handle = _unique(handle_for(name), found.weights)
+                    by_value[value] = handle
+                    found.weights[handle] = value
+                undo.append((holder, key, value))
+                holder[key] = DenseResourceAttr.from_params(handle, value.get_type())
+        yield found
+    finally:
+        for holder, key, value in reversed(undo):
+            holder[key] = value
+
+
+def _unique(handle: str, taken: dict[str, Any]) -> str:
+    if handle not in taken and handle != "weight":
+        return handle
+    n = 0
+    while f"{handle}_{n}" in taken:
+        n += 1
+    return f"{handle}_{n}"
+
+
+def module_text(module: ModuleOp, inline: bool = False, limit: int = TEXT_LIMIT) -> str:
+    """The module's text for reading: weights over `limit` bytes as named handles
+    (`dense_resource<name> : tensor<768x768xf32>`), or every byte with `inline`. Name
+    hints are not printed: they become the handles."""
+    with outlined(module, _NO_LIMIT if inline else limit):
+        return str(module)
+
+
+_NO_LIMIT = 1 << 62
+
+
+def write_module(module: ModuleOp, path: str | Path, inline: bool = False) -> Path | None:
+    """Write `module` to `path` with its large weights in `weights_file_for(path)`
+    (returned; None when the module has none, or with `inline`). Both files are written
+    whole or not at all."""
+    target = Path(path)
+    if inline:
+        text = module_text(module, inline=True) + "\n"
+        _write_atomically(target, lambda staged: staged.write_text(text))
+        return None
+    side = weights_file_for(target)
+    if side.resolve() == target.resolve():
+        raise GraphfuseError(f"{path}: the module and its weights file would be one file")
+    with outlined(module) as found:
+        if found.weights:
+            module.attributes[WEIGHTS_ATTR] = StringAttr(side.name)
+        try:
+            text = str(module) + "\n"
+        finally:
+            module.attributes.pop(WEIGHTS_ATTR, None)
+        if not found.weights:
+            _write_atomically(target, lambda staged: staged.write_text(text))
+            return None
+        _write_atomically(side, lambda staged: save_weights(found.weights, staged))
+    try:
+        _write_atomically(target, lambda staged: staged.write_text(text))
+    except GraphfuseError:
+        side.unlink(missing_ok=True)
+        raise
+    return side
+
+
+def _write_atomically(target: Path, write: Callable[[Path], object]) -> None:
+    """`write` a temporary file beside `target`, then rename it into place."""
+    staged: Path | None = None
+    try:
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        os.close(fd)
+        staged = Path(name)
+        write(staged)
+        os.chmod(staged, 0o644)
+        staged.replace(target)
+    except BaseException as error:
+        if staged is not None:
+            staged.unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise GraphfuseError(f"{target}: cannot write: {error.strerror}") from None
+        raise
+
+
+_SAFETENSORS_DTYPES = {
+    "f64": "float64",
+    "f32": "float32",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "i64": "int64",
+    "i32": "int32",
+    "i16": "int16",
+    "i8": "int8",
+    "i1": "bool",
+    "ui8": "uint8",
+}
+"""Element type -> safetensors dtype of the raw bytes a dense attribute holds (i1 is one
+byte per element, as in MLIR's dense storage)."""
+_FILE_DTYPES = {
+    "float64": "F64",
+    "float32": "F32",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "int64": "I64",
+    "int32": "I32",
+    "int16": "I16",
+    "int8": "I8",
+    "bool": "BOOL",
+    "uint8": "U8",
+}
+"""The same dtypes as the file's header spells them."""
+
+
+def _element(typ: ShapedType) -> str:
+    element = typ.get_element_type()
+    if isinstance(element, BFloat16Type):
+        return "bf16"
+    if isinstance(element, IntegerType) and element.signedness.data.name == "UNSIGNED":
+        return f"ui{element.width.data}"
+    return str(element)
+
+
+def save_weights(weights: dict[str, DenseIntOrFPElementsAttr], path: Path) -> None:
+    """Write each weight's raw bytes under its handle, as safetensors."""
+    from safetensors import TensorSpec, serialize_file
+
+    specs: dict[str, Any] = {}
+    buffers: list[np.ndarray] = []  # kept alive while serialize_file reads them
+    for handle, value in weights.items():
+        typ = value.get_type()
+        dtype = _SAFETENSORS_DTYPES.get(_element(typ))
+        if dtype is None:
+            raise GraphfuseError(
+                f"weight {handle}: element type {_element(typ)} has no "
+                "safetensors dtype; write the module with inline weights"
+            )
+        raw = np.frombuffer(value.data.data, dtype=np.uint8)
+        buffers.append(raw)
+        specs[handle] = TensorSpec(
+            dtype=dtype, shape=list(typ.get_shape()), data_ptr=raw.ctypes.data, data_len=raw.nbytes
+        )
+    serialize_file(specs, str(path), metadata={"format": "graphfuse"})
+
+
+# ---- reading ------------------------------------------------------------------------------
+
+
+_WEIGHTS_FILE_ATTR = re.compile(r'graphfuse\.weights\s*=\s*"([^"\\]*)"')
+
+
+def named_weights_file(text: str, folder: Path | None) -> WeightsFile | None:
+    """The weights file a module's text names in its `graphfuse.weights` attribute (at
+    the top, where the module's attributes are), opened from `folder`; None if it names
+    none."""
+    found = _WEIGHTS_FILE_ATTR.search(text, 0, 1 << 16)
+    if found is None:
+        return None
+    if folder is None:
+        return MissingWeightsFile("text parsed without its file cannot name a weights file")
+    return WeightsFile(folder / found.group(1))
+
+
+class WeightsFile:
+    """A safetensors file's header, read once; each tensor's bytes read on demand."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            with open(path, "rb") as stream:
+                (length,) = struct.unpack("<Q", stream.read(8))
+                if length > 100 << 20:
+                    raise ValueError("header over 100 MB")
+                header: dict[str, Any] = json.loads(stream.read(length))
+        except FileNotFoundError:
+            raise GraphfuseError(
+                f"{path}: weights file not found (the module names it in {WEIGHTS_ATTR})"
+            ) from None
+        except (OSError, ValueError, struct.error) as error:
+            raise GraphfuseError(f"{path}: not a safetensors weights file ({error})") from None
+        header.pop("__metadata__", None)
+        self.header = header
+        self.data_start = 8 + length
+
+    def dense(self, handle: str, typ: ShapedType) -> DenseIntOrFPElementsAttr:
+        """The weight `handle` as a dense attribute of `typ`, checked against the header."""
+        entry = self.header.get(handle)
+        if entry is None:
+            raise GraphfuseError(f"dense_resource<{handle}>: {self.path} holds no '{handle}'")
+        shaped = typ
+        expected = _FILE_DTYPES.get(_SAFETENSORS_DTYPES.get(_element(shaped), ""), "?")
+        shape = list(shaped.get_shape())
+        if entry.get("dtype") != expected or list(entry.get("shape", [])) != shape:
+            raise GraphfuseError(
+                f"dense_resource<{handle}> is {'x'.join(map(str, shape))}x"
+                f"{_element(shaped)} in the module but {entry.get('shape')} "
+                f"{entry.get('dtype')} in {self.path}"
+            )
+        begin, end = (int(x) for x in entry["data_offsets"])
+        try:
+            with open(self.path, "rb") as stream:
+                stream.seek(self.data_start + begin)
+                raw = stream.read(end - begin)
+        except OSError as error:
+            raise GraphfuseError(f"{self.path}: cannot read: {error.strerror}") from None
+        if len(raw) != end - begin:
+            raise GraphfuseError(f"{self.path}: ends inside '{handle}' (truncated file)")
+        return DenseIntOrFPElementsAttr(typ, BytesAttr(raw))  # type: ignore[arg-type]
+
+
+class MissingWeightsFile(WeightsFile):
+    """Where a module's weights would be, had it a weights file: each handle fails."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def dense(self, handle: str, typ: ShapedType) -> DenseIntOrFPElementsAttr:
+        raise GraphfuseError(f"dense_resource<{handle}> has no data: {self.why}")
