@@ -1,6 +1,6 @@
 """Benchmark: fused vs unfused compiled CPU code vs NumPy op by op.
 
-Run: `.venv/bin/python bench/bench_compile.py [--only NAME ...] [--seconds S]`.
+Run: `.venv/bin/python bench/bench_kernels.py [--only NAME ...] [--seconds S]`.
 
 For each workload (graphfuse/testing/workloads.py), in one process: graph ops; kernels and bytes
 moved (read + written by kernels, from graph-level kernel stats) unfused and fused; cold compile

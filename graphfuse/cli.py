@@ -2,6 +2,11 @@
 
 Every failure the user can cause (unreadable or invalid file, wrong arguments, missing
 tool) ends as one `graphfuse: error: ...` line and exit status 1, never a traceback.
+
+Every command, `--help` included, first builds the whole parser, so whatever this module
+imports at its top each one pays for: the parser takes its defaults from graphfuse.defaults
+and each command imports xDSL, NumPy and the compiler when it runs (tests/test_cli.py checks
+that start-up loads neither xDSL nor NumPy).
 """
 
 from __future__ import annotations
@@ -15,28 +20,23 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import DiagnosticException
-
-from graphfuse import pipelines, timing, toolchain
-from graphfuse.compiler import AT_LEAST, CompileOptions
-from graphfuse.dialects.graph import FusionKind, functions, fusion_kind
-from graphfuse.outputs import check_output_file, check_output_folder, write_all
-from graphfuse.parsing import GraphfuseError, verify
-from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
-from graphfuse.passes.fusion.graph_fuse import GraphFusePass
-from graphfuse.passes.fusion.graph_report_fusion import kernel_line, summary_line
-from graphfuse.runtime.nvptx import DEFAULT_CHIP
+from graphfuse import defaults, timing
 
 if TYPE_CHECKING:
+    import numpy as np
+    from xdsl.dialects.builtin import ModuleOp
+
+    from graphfuse.compiler import CompileOptions
+    from graphfuse.dialects.graph import FusionKind
+    from graphfuse.passes.analysis.kernel_stats import Summary
     from graphfuse.runtime.compiled import CompiledFunction
     from graphfuse.runtime.cuda_function import CudaFunction
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Print each external tool, where it was found and its version, or how to install it."""
+    from graphfuse import toolchain
+
     missing_required = False
     for tool in toolchain.TOOLS:
         found = toolchain.find_tool(tool)
@@ -64,6 +64,7 @@ def _load(path: str, input_shapes: Sequence[str] | None = None) -> ModuleOp:
 def cmd_import(args: argparse.Namespace) -> int:
     """Import an ONNX model as a graph-dialect module."""
     from graphfuse.frontend.onnx_import import from_onnx, parse_input_shapes
+    from graphfuse.outputs import check_output_file
 
     if args.output is not None:
         check_output_file(args.output)
@@ -87,6 +88,10 @@ def _write_module(module: ModuleOp, output: str | None, inline: bool) -> None:
 
 def op_counts(module: ModuleOp) -> tuple[Counter[FusionKind], Counter[str]]:
     """Ops inside functions, counted by fusion kind and by name (terminators left out)."""
+    from xdsl.dialects import func
+
+    from graphfuse.dialects.graph import fusion_kind
+
     by_kind: Counter[FusionKind] = Counter()
     by_name: Counter[str] = Counter()
     for function in module.ops:
@@ -115,6 +120,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def _describe(array: np.ndarray) -> str:
+    import numpy as np
+
     shape = "x".join(str(d) for d in array.shape) or "scalar"
     flat = array.reshape(-1)
     head = ", ".join(f"{v:.4g}" if array.dtype.kind == "f" else str(v) for v in flat[:4])
@@ -209,6 +216,8 @@ def _print_timing(
 
 
 def _check_against_reference(results: Sequence[np.ndarray], expected: Sequence[np.ndarray]) -> int:
+    import numpy as np
+
     error = max(
         (_relative_error(a, b) for a, b in zip(results, expected, strict=True)), default=0.0
     )
@@ -234,6 +243,8 @@ RUN_TOLERANCE = 1e-5
 def _options(args: argparse.Namespace) -> CompileOptions:
     """The CompileOptions the command line gives (its options are named as their fields);
     an option not given takes the field's default."""
+    from graphfuse.compiler import CompileOptions
+
     given = {f.name: getattr(args, f.name, None) for f in fields(CompileOptions)}
     return CompileOptions(**{name: value for name, value in given.items() if value is not None})
 
@@ -248,6 +259,8 @@ def _compile(module: ModuleOp, args: argparse.Namespace, output: str | None = No
 def cmd_compile(args: argparse.Namespace) -> int:
     """Compile a graph file into a shared library, or print one stage with --emit."""
     from graphfuse.compiler import Stage, lower_to
+    from graphfuse.outputs import write_all
+    from graphfuse.parsing import GraphfuseError
     from graphfuse.runtime.compiled import CompiledFunction
 
     if args.target == "nvptx" and args.emit not in (None, "gpu", "ptx"):
@@ -286,6 +299,8 @@ def _default_output(args: argparse.Namespace) -> str:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse an output that could never be written before any work is done."""
+    from graphfuse.outputs import check_output_file, check_output_folder
+
     if args.target == "nvptx" and args.emit is None:
         check_output_folder(_default_output(args))
     elif args.emit is None or args.output is not None:
@@ -297,6 +312,8 @@ def _compile_nvptx(module: ModuleOp, args: argparse.Namespace) -> int:
     lower_to like every other stage) (`<kernel>.ptx`), with the GPU-dialect module whose
     host function says how each kernel is launched (`module.mlir`)."""
     from graphfuse.compiler import fuse, to_gpu
+    from graphfuse.outputs import check_output_folder, write_all
+    from graphfuse.parsing import GraphfuseError
     from graphfuse.runtime.nvptx import build_ptx
 
     options = _options(args)
@@ -341,7 +358,10 @@ def _compare_with_reference(
     Partitioning alone never changes a bit; opening compound ops into primitives and
     folding constants round differently, so they may differ within CHECK_TOLERANCE.
     """
+    import numpy as np
+
     from graphfuse.dialects.graph import interpreter as reference
+    from graphfuse.parsing import GraphfuseError
 
     actual = reference.run(module, "main", *inputs)
     if all(np.array_equal(a, b, equal_nan=True) for a, b in zip(actual, expected, strict=True)):
@@ -359,6 +379,8 @@ CHECK_TOLERANCE = 1e-4
 
 
 def _relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
+    import numpy as np
+
     scale = float(np.max(np.abs(expected.astype(np.float64)), initial=0.0)) or 1.0
     diff = np.abs(actual.astype(np.float64) - expected.astype(np.float64))
     return float(np.max(diff, initial=0.0)) / scale
@@ -366,6 +388,10 @@ def _relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
 
 def _report_lines(module: ModuleOp, before: dict[str, Summary]) -> list[str]:
     """Each kernel of the fused module, then each function's totals before and after."""
+    from graphfuse.dialects.graph import functions
+    from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
+    from graphfuse.passes.fusion.graph_report_fusion import kernel_line, summary_line
+
     lines: list[str] = []
     for function in functions(module):
         name = function.sym_name.data
@@ -377,6 +403,8 @@ def _report_lines(module: ModuleOp, before: dict[str, Summary]) -> list[str]:
 
 
 def _check_files(*paths: str | None) -> None:
+    from graphfuse.outputs import check_output_file
+
     for path in paths:
         if path is not None:
             check_output_file(path)
@@ -384,7 +412,13 @@ def _check_files(*paths: str | None) -> None:
 
 def cmd_fuse(args: argparse.Namespace) -> int:
     """Fuse a graph file: print or write the fused module, optionally a Graphviz picture."""
+    from graphfuse import pipelines
+    from graphfuse.dialects.graph import functions
     from graphfuse.dot import function_to_dot
+    from graphfuse.outputs import write_all
+    from graphfuse.parsing import verify
+    from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
+    from graphfuse.passes.fusion.graph_fuse import GraphFusePass
 
     _check_files(args.output, args.dot)
     module = _load(args.file, args.input_shape)
@@ -437,8 +471,6 @@ def _at_least(least: int) -> Callable[[str], int]:
 
 
 _natural = _at_least(0)
-_DEFAULTS = CompileOptions()
-"""The defaults the help texts show."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -559,7 +591,7 @@ def _compile_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpu", help="llc -mcpu (default: this machine)")
     parser.add_argument(
         "--threads",
-        type=_at_least(AT_LEAST["threads"]),
+        type=_at_least(defaults.AT_LEAST["threads"]),
         help="workers per parallel loop (default: this machine's cores)",
     )
     parser.add_argument(
@@ -570,20 +602,21 @@ def _compile_arguments(parser: argparse.ArgumentParser) -> None:
         "the CPU has AVX-512, else 8)",
     )
     parser.add_argument(
-        "--chip", help=f"GPU chip for PTX, e.g. sm_80 (default: {DEFAULT_CHIP}, or the GPU's own)"
+        "--chip",
+        help=f"GPU chip for PTX, e.g. sm_80 (default: {defaults.GPU_CHIP}, or the GPU's own)",
     )
-    parser.add_argument("--ptx-isa", help=f"PTX ISA version (default: {_DEFAULTS.ptx_isa})")
+    parser.add_argument("--ptx-isa", help=f"PTX ISA version (default: {defaults.PTX_ISA})")
     parser.add_argument(
         "--block-size",
         type=int,
-        help=f"GPU threads per block (default: {_DEFAULTS.block_size})",
+        help=f"GPU threads per block (default: {defaults.BLOCK_SIZE})",
     )
 
 
 def _max_depth_argument(parser: argparse.ArgumentParser) -> None:
     """--max-depth; left out, graph-fuse's default."""
     parser.add_argument(
-        "--max-depth", type=_at_least(AT_LEAST["max_depth"]), help="most ops per kernel"
+        "--max-depth", type=_at_least(defaults.AT_LEAST["max_depth"]), help="most ops per kernel"
     )
 
 
@@ -602,15 +635,20 @@ def _dispatch(args: argparse.Namespace) -> int:
     """Runs the command; a diagnostic becomes one line and exit status 1."""
     try:
         return args.handler(args)
-    except DiagnosticException as error:
-        print(f"graphfuse: error: {error}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         # Output piped into `head` and the like: not an error of ours.
         sys.stderr.close()
         return 0
+    except Exception as error:
+        # xDSL's exception classes are imported once something failed, not at start-up.
+        from xdsl.utils.exceptions import DiagnosticException
+
+        if not isinstance(error, DiagnosticException):
+            raise
+        print(f"graphfuse: error: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

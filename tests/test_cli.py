@@ -284,3 +284,44 @@ def test_cli_start_up_leaves_the_interpreters_unloaded() -> None:
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+
+
+def test_cli_start_up_imports_neither_xdsl_nor_numpy() -> None:
+    """Building the whole parser and printing every command's usage loads no xDSL and no
+    NumPy: that is what keeps `graphfuse --help` fast (the commands import them when they
+    run). Checked by the modules loaded, never by a timing."""
+    probe = (
+        "import sys, contextlib, io, graphfuse.cli as cli\n"
+        "for argv in (['--help'], ['compile', '--help'], ['fuse', '--help'], ['run', '--help']):\n"
+        "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "        cli.main(argv)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'xdsl', 'numpy'}))"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
+
+
+def test_cli_defaults_agree_with_the_compiler() -> None:
+    """The values the parser shows (graphfuse.defaults) are the ones a build uses."""
+    from graphfuse import defaults
+    from graphfuse.compiler import AT_LEAST, CompileOptions
+    from graphfuse.lowering.gpu.convert_loop_to_gpu import ConvertLoopToGpuPass
+    from graphfuse.passes.fusion.graph_fuse import LEAST, GraphFusePass
+    from graphfuse.runtime.nvptx import DEFAULT_CHIP, NvptxTarget
+
+    options = CompileOptions()
+    assert options.max_depth == GraphFusePass().max_depth == defaults.MAX_DEPTH
+    assert AT_LEAST == defaults.AT_LEAST
+    assert LEAST["max_depth"] == defaults.AT_LEAST["max_depth"]
+    assert options.nvptx == NvptxTarget(chip=defaults.GPU_CHIP, ptx_isa=defaults.PTX_ISA)
+    assert DEFAULT_CHIP == defaults.GPU_CHIP
+    assert options.block_size == ConvertLoopToGpuPass().block_size == defaults.BLOCK_SIZE
+
+
+def test_cli_help_shows_the_defaults() -> None:
+    run = graphfuse("compile", "--help")
+    assert run.returncode == 0, run.stderr
+    text = " ".join(run.stdout.split())
+    assert "(default: sm_90, or the GPU's own)" in text
+    assert "PTX ISA version (default: 8.0)" in text and "(default: 256)" in text
