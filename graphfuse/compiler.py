@@ -9,7 +9,6 @@ take their defaults from the passes that use them.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -31,7 +30,7 @@ from graphfuse.outputs import check_output_file
 from graphfuse.parsing import GraphfuseError, parse_file, verify
 from graphfuse.passes.fusion.graph_fuse import DEFAULT_MAX_DEPTH
 from graphfuse.passes.fusion.graph_fuse import LEAST as GRAPH_FUSE_LEAST
-from graphfuse.runtime.build import CpuTarget, build_shared_library, to_llvm_ir
+from graphfuse.runtime.build import CpuTarget, build_module_library, to_llvm_ir
 from graphfuse.runtime.compiled import CompiledFunction
 from graphfuse.runtime.cuda_function import CudaFunction, HostPlan
 from graphfuse.runtime.nvptx import DEFAULT_CHIP, NvptxTarget, build_ptx
@@ -328,34 +327,28 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     signature = caller_signature(module, entry)
     function = _entry(module, entry)
     kernels = sum(1 for op in function.walk() if isinstance(op, loop.CallOp))
-    from graphfuse.lowering.graph_to_loop.detached_constants import detach_large_constants
+    from graphfuse.lowering.graph_to_loop.detached_constants import large_constants
 
     with timed("cpu lowering"):
         pipelines.run(options.cpu_lowering(), module)
-    # A library written to `output` must stand alone, so it keeps its constants; one used
-    # here gets the large ones copied in after loading (see detached_constants).
-    detached = {} if output is not None else detach_large_constants(module)
-    with timed("print upstream MLIR"):
-        upstream = str(module)
-    if detached:
-        digest = hashlib.sha256()
-        for name, data in sorted(detached.items()):
-            digest.update(name.encode())
-            digest.update(data)
-        # Libraries differing only in detached constants must not share one loaded copy.
-        upstream += f"\n// detached constants: {digest.hexdigest()}\n"
+    scratch = signature.scratch(_entry(module, entry))
+    # Large constants never reach the tools as text: a library written to `output` links
+    # their bytes in; one used here reserves their space and they are copied in on loading.
+    detached = large_constants(module)
+    # An opt level the user chose applies to every kernel (the default: GEMM tiles only).
+    cpu = replace(options.target, uniform_opt_level=options.opt_level != CpuTarget.opt_level)
     with timed("build"):
-        library = build_shared_library(
-            upstream, options.target, Path(output) if output is not None else None
+        library = build_module_library(
+            module, cpu, Path(output) if output is not None else None, detached
         )
     return CompiledFunction(
         library,
         entry,
         signature.inputs,
         signature.outputs,
-        signature.scratch(_entry(module, entry)),
+        scratch,
         kernels,
-        detached,
+        detached if output is None else {},
     )
 
 

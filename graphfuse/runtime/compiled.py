@@ -3,8 +3,9 @@
 The library's entry point takes inputs, then one buffer per result, then scratch buffers
 (see convert-graph-to-loop). `CompiledFunction` checks each argument's shape and dtype,
 allocates the results, keeps the scratch buffers between calls (so a call allocates only
-its results), and returns the results as NumPy arrays. Large constants left out of the
-library are copied into its reserved globals when it is loaded.
+its results), and returns the results as NumPy arrays. A library built for this process only
+reserves space for its large constants, which are copied in when it is loaded (a library
+written out links them in: graphfuse.runtime.build).
 """
 
 from __future__ import annotations
@@ -125,13 +126,15 @@ class CompiledFunction(ArrayFunction):
     ):
         super().__init__(name, inputs, outputs)
         self.library_path = library
+        self.scratch = list(scratch)
+        """The scratch buffers the entry takes after its results (allocated here)."""
         self.kernel_count = kernel_count
         """How many kernels the function calls."""
         # An absolute path: ctypes given a bare name (`in.so`) searches the library path,
         # not the current folder.
         self._library = ctypes.CDLL(str(Path(library).absolute()))
         for symbol, data in (detached or {}).items():
-            # Large constants the library only reserves space for (detached_constants).
+            # Large constants the library only reserves space for (kernel_split.py).
             address = ctypes.addressof(ctypes.c_char.in_dll(self._library, symbol))
             ctypes.memmove(address, data, len(data))
         self._function = getattr(self._library, f"_mlir_ciface_{name}")

@@ -1,0 +1,176 @@
+"""What CPU code is built for, where builds are cached, and how a build tool is run.
+
+Every tool (mlir-opt, mlir-translate, opt, llc, cc) runs as a subprocess whose failure is
+reported as one line naming the stage and the tool's first diagnostic, never a traceback.
+Files in the cache are written under a temporary name and renamed into place, so a reader
+(another build, another test worker) never sees half a file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from graphfuse.timing import timed
+from graphfuse.toolchain import (
+    FoundTool,
+    ToolchainError,
+    require_tool,
+    tool_named,
+    tool_version,
+)
+
+
+@dataclass(frozen=True)
+class CpuTarget:
+    """What the CPU code is built for. `cpu="native"` means this machine's CPU; `threads`
+    above 1 runs each kernel's parallel loops on that many workers (MLIR's OpenMP lowering
+    and graphfuse's parallel runtime, `parallel.py`). `opt_level` is the level of kernels
+    that need it most (GEMM tiles); `uniform_opt_level` applies it to every kernel, as an
+    opt level the user chose does (see kernel_objects.opt_level_for)."""
+
+    cpu: str = "native"
+    triple: str = "x86_64-unknown-linux-gnu"
+    opt_level: int = 3
+    threads: int = 1
+    uniform_opt_level: bool = False
+
+    def resolved_cpu(self) -> str:
+        return host_cpu() if self.cpu == "native" else self.cpu
+
+    def vector_lanes(self) -> int:
+        """f32 lanes of the widest vectors the CPU has: 16 with AVX-512, else 8 (AVX2)."""
+        if self.cpu == "native":
+            return 16 if _host_has_avx512() else 8
+        return 16 if self.cpu in AVX512_CPUS else 8
+
+
+AVX512_CPUS = frozenset(
+    {
+        "skylake-avx512",
+        "cascadelake",
+        "cooperlake",
+        "cannonlake",
+        "icelake-client",
+        "icelake-server",
+        "tigerlake",
+        "rocketlake",
+        "sapphirerapids",
+        "emeraldrapids",
+        "graniterapids",
+        "graniterapids-d",
+        "diamondrapids",
+        "znver4",
+        "znver5",
+        "x86-64-v4",
+    }
+)
+"""llc -mcpu names of x86 CPUs with AVX-512F (Xeon Phi's knl/knm left out: their AVX-512 is
+another story)."""
+
+
+@cache
+def _host_has_avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo") as info:
+            return any(line.startswith("flags") and "avx512f" in line.split() for line in info)
+    except OSError:
+        return False
+
+
+@cache
+def host_cpu() -> str:
+    """The CPU llc detects on this machine (e.g. znver3), for -mcpu."""
+    found = require_tool("llc")
+    out = subprocess.run([found.path, "--version"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if "Host CPU:" in line:
+            return line.split(":", 1)[1].strip()
+    return "generic"
+
+
+def tool_versions(*tools: str) -> str:
+    """The version lines of `tools`, for cache keys: a new toolchain builds afresh."""
+    return "\n".join(_version(require_tool(tool)) for tool in tools)
+
+
+@cache
+def _version(found: FoundTool) -> str:
+    # Per tool and path: a version is asked once per process, not once per build.
+    return tool_version(found)
+
+
+def cache_dir() -> Path:
+    """$GRAPHFUSE_CACHE_DIR, else ~/.cache/graphfuse."""
+    root = os.environ.get("GRAPHFUSE_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "graphfuse"
+    )
+    path = Path(root)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        what = "exists and is not a folder" if path.exists() else error.strerror
+        raise ToolchainError(
+            f"{path}: cannot use it as graphfuse's build cache: {what} "
+            "(set GRAPHFUSE_CACHE_DIR to a folder)"
+        ) from None
+    return path
+
+
+def tool_stage(tool: str, stage: str) -> str:
+    """The --timing stage a tool's runs add up under."""
+    return f"{tool} ({stage})"
+
+
+def run_tool(stage: str, tool: str, args: list[str], stdin: str | bytes | None = None) -> bytes:
+    """Run `tool` with `args` on `stdin`; its stdout, or a one-line ToolchainError naming
+    `stage`, the tool and its first diagnostic."""
+    found = require_tool(tool)
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    try:
+        with timed(tool_stage(tool, stage)):
+            done = subprocess.run([found.path, *args], input=data, capture_output=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise ToolchainError(f"{stage}: {tool} did not run: {error}") from None
+    if done.returncode != 0:
+        message = done.stderr.decode(errors="replace").strip().splitlines()
+        first = next((line for line in message if "error" in line.lower()), None)
+        first = first or (message[0] if message else f"exit status {done.returncode}")
+        raise ToolchainError(f"{stage} failed ({tool}): {first.strip()}")
+    if not done.stdout.strip() and "-o" not in args:
+        # Every tool run without -o prints what the next stage reads.
+        raise ToolchainError(
+            f"{stage} failed ({tool}): {found.path} exited 0 but printed nothing; "
+            f"is it a working {tool}? ({tool_named(tool).env_var} overrides it)"
+        )
+    return done.stdout
+
+
+def write_atomically(destination: Path, data: bytes) -> None:
+    """Write `data` to `destination` through a temporary file in the same folder, so a
+    reader (another test worker, another build) never sees a partial file."""
+    partial = stage_file(destination.parent, data)
+    try:
+        os.replace(partial, destination)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+def stage_file(folder: Path, data: bytes = b"", suffix: str = "") -> Path:
+    """`data` in a new executable file of `folder` under a temporary name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=folder, prefix=".partial-", suffix=suffix)
+    partial = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.chmod(partial, 0o755)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return partial

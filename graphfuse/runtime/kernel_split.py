@@ -1,0 +1,157 @@
+"""An upstream module split into one module per kernel and one for the entry functions.
+
+Each part is printed, built and cached on its own (kernel_objects.py), so a changed kernel
+rebuilds one object, unchanged kernels are found in the cache, and the parts build in
+parallel; the linker joins them again. A kernel is a function another function calls
+(`@main` calls `@fused_matmul_add`). Its module holds the kernel, made public, and
+declarations of what it refers to: the globals it reads (external `memref.global`s, no
+bytes) and the functions it calls (`func.func private`). The entry module holds the rest:
+the entry functions, a declaration per kernel, and every global, made public so the
+kernels' references resolve at link time.
+
+Large constants (`detached`) keep no bytes in any printed module: the entry module declares
+them too (their bytes come from the weights object, weights_object.py) or, with
+`reserve_detached`, defines them uninitialised, to be copied in after loading.
+
+    module { memref.global @w = dense<...>; func @k() {get_global @w}; func @main() {call @k} }
+ -> module { memref.global @w (external); func @k() {get_global @w} }
+    module { memref.global public @w = dense<...>; func private @k(); func @main() {call @k} }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
+from xdsl.ir import Attribute, Operation, Region
+
+PUBLIC = StringAttr("public")
+
+
+@dataclass
+class SplitModule:
+    """The parts of a module, each a module of its own."""
+
+    entry: ModuleOp
+    kernels: dict[str, ModuleOp]
+    """By kernel name, in the order of the original module."""
+
+
+def split_kernels(
+    module: ModuleOp, detached: Collection[str] = (), reserve_detached: bool = False
+) -> SplitModule:
+    """The kernels of `module` (left unchanged) as modules of their own, and the entry
+    module. The globals named in `detached` lose their bytes (see the module docstring)."""
+    symbols: dict[str, Operation] = {}
+    for op in module.ops:
+        name = _symbol(op)
+        if name is not None:
+            symbols[name] = op
+    functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    called = {name for f in functions for name in _callees(f)}
+    kernels = [f for f in functions if f.sym_name.data in called and f.body.blocks]
+    kernel_names = {f.sym_name.data for f in kernels}
+    parts = {f.sym_name.data: _kernel_module(module, f, symbols, kernel_names) for f in kernels}
+    entry = _entry_module(module, kernel_names, detached, reserve_detached)
+    return SplitModule(entry, parts)
+
+
+def _entry_module(
+    module: ModuleOp, kernels: set[str], detached: Collection[str], reserve: bool
+) -> ModuleOp:
+    ops: list[Operation] = []
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data in kernels:
+            ops.append(declare_function(op))
+        elif isinstance(op, memref.GlobalOp):
+            ops.append(_entry_global(op, op.sym_name.data in detached, reserve))
+        else:
+            ops.append(op.clone())
+    return _module_like(module, ops)
+
+
+def _symbol(op: Operation) -> str | None:
+    name = op.properties.get("sym_name")
+    return name.data if isinstance(name, StringAttr) else None
+
+
+def _callees(function: func.FuncOp) -> list[str]:
+    """The functions `function` calls, each once, in the order of first call."""
+    names = (op.callee.string_value() for op in function.walk() if isinstance(op, func.CallOp))
+    return list(dict.fromkeys(names))
+
+
+def _globals_read(function: func.FuncOp) -> list[str]:
+    """The globals `function` refers to, each once, in the order of first reference."""
+    names = (
+        op.name_.string_value() for op in function.walk() if isinstance(op, memref.GetGlobalOp)
+    )
+    return list(dict.fromkeys(names))
+
+
+def _kernel_module(
+    module: ModuleOp, kernel: func.FuncOp, symbols: dict[str, Operation], kernels: set[str]
+) -> ModuleOp:
+    ops: list[Operation] = []
+    for name in _globals_read(kernel):
+        found = symbols[name]
+        assert isinstance(found, memref.GlobalOp), f"@{name} is read as a global"
+        ops.append(declare_global(found))
+    for name in _callees(kernel):
+        callee = symbols[name]
+        assert isinstance(callee, func.FuncOp), f"@{name} is called as a function"
+        defined = callee.body.blocks or name in kernels
+        ops.append(declare_function(callee) if defined else callee.clone())
+    definition = kernel.clone()
+    definition.sym_visibility = None  # public: the entry module's object calls it
+    ops.append(definition)
+    return _module_like(module, ops)
+
+
+def declare_function(function: func.FuncOp) -> func.FuncOp:
+    """`function` as a private declaration (its type and argument attributes; no
+    `llvm.emit_c_interface`, which would define a wrapper beside the real definition)."""
+    return func.FuncOp(
+        function.sym_name.data,
+        function.function_type,
+        Region(),
+        "private",
+        arg_attrs=function.arg_attrs,
+        res_attrs=function.res_attrs,
+    )
+
+
+def declare_global(found: memref.GlobalOp) -> memref.GlobalOp:
+    """An external declaration of `found`: `memref.global "public" constant @w : memref<..>`.
+    MLIR reads a global without `initial_value` as external; xDSL's GlobalOp definition
+    requires the property, so the op is created, not built (it is printed, never verified)."""
+    properties: dict[str, Attribute] = {
+        "sym_name": found.sym_name,
+        "sym_visibility": PUBLIC,
+        "type": found.type,
+    }
+    if found.constant is not None:
+        properties["constant"] = found.constant
+    if found.alignment is not None:
+        properties["alignment"] = found.alignment
+    return memref.GlobalOp.create(properties=properties)
+
+
+def _entry_global(found: memref.GlobalOp, detached: bool, reserve: bool) -> memref.GlobalOp:
+    if detached and not reserve:
+        return declare_global(found)
+    definition = found.clone()
+    definition.sym_visibility = PUBLIC
+    if detached:
+        # Reserved (.bss) and written once the library is loaded: not constant.
+        definition.initial_value = UnitAttr()
+        definition.constant = None
+    return definition
+
+
+def _module_like(module: ModuleOp, ops: list[Operation]) -> ModuleOp:
+    part = ModuleOp(ops)
+    part.attributes.update(module.attributes)
+    return part
