@@ -261,11 +261,12 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from graphfuse.compiler import Stage, lower_to
     from graphfuse.outputs import write_all
     from graphfuse.parsing import GraphfuseError
-    from graphfuse.runtime.compiled import CompiledFunction
 
     if args.target == "nvptx" and args.emit not in (None, "gpu", "ptx"):
         raise GraphfuseError(f"--target nvptx emits gpu or ptx, not {args.emit}")
     _check_outputs(args)
+    if args.target == "cpu" and args.emit is None:
+        return _compile_library(args)
     module = _load(args.file, args.input_shape)
     if args.target == "nvptx" and args.emit is None:
         return _compile_nvptx(module, args)
@@ -278,9 +279,21 @@ def cmd_compile(args: argparse.Namespace) -> int:
             write_all({args.output: text if text.endswith("\n") else text + "\n"})
         else:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        return 0
+    return 0
+
+
+def _compile_library(args: argparse.Namespace) -> int:
+    """The CPU library, compiled from the file itself (not a module loaded here), so an
+    unchanged model is found whole in the compile cache."""
+    from graphfuse.compiler import compile as compile_module
+    from graphfuse.frontend.onnx_checks import parse_input_shapes
+    from graphfuse.runtime.compiled import CompiledFunction
+
     output = _default_output(args)
-    compiled = _compile(module, args, output)
+    shapes = parse_input_shapes(args.input_shape or [])
+    compiled = compile_module(
+        args.file, args.entry, "cpu", options=_options(args), output=output, input_shapes=shapes
+    )
     assert isinstance(compiled, CompiledFunction)
     print(f"wrote {output}: {compiled!r}".replace(str(compiled.library_path), output))
     return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
 
-from graphfuse import pipelines
+from graphfuse import compile_cache, pipelines
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop import abi
 from graphfuse.graph_inputs import check_graph_module
@@ -308,22 +308,31 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     *,
     options: CompileOptions = CompileOptions(),
     output: str | Path | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> CompiledFunction | CudaFunction:
-    """Compile a graph-dialect module (or .mlir file) and return `entry` as a callable
-    taking and returning NumPy arrays: for the CPU (`output` also writes the shared library
-    there) or, with target 'cuda', for the NVIDIA GPU the CUDA driver finds."""
+    """Compile a graph-dialect module (or .mlir / .onnx file, `input_shapes` binding an
+    ONNX model's dynamic dimensions) and return `entry` as a callable taking and returning
+    NumPy arrays: for the CPU (`output` also writes the shared library there) or, with
+    target 'cuda', for the NVIDIA GPU the CUDA driver finds. A model file compiled to
+    `output` before, unchanged, is found whole in the cache (graphfuse.compile_cache)."""
     _check_options_type(options)
     if target not in TARGETS:
         raise GraphfuseError(f"unknown target '{target}'; valid targets: {', '.join(TARGETS)}")
     if target == "cuda":
-        return _compile_cuda(module_or_path, entry, options)
+        return _compile_cuda(module_or_path, entry, options, input_shapes)
     check_options(options, target)
     if output is not None:
         output = check_output_file(output)
-    module = load(module_or_path)
+    key = _model_key(module_or_path, entry, options, input_shapes)
+    if key is not None:
+        found = compile_cache.lookup(key)
+        if found is not None:
+            return _from_cache(found, entry, output)
+    module = load(module_or_path, input_shapes)
     _entry(module, entry)
     with timed("graph to loop"):
-        lower_to(module, Stage.LOOP, options)
+        fuse(module, options)
+        _to_loop(module)
     signature = caller_signature(module, entry)
     function = _entry(module, entry)
     kernels = sum(1 for op in function.walk() if isinstance(op, loop.CallOp))
@@ -341,6 +350,21 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
         library = build_module_library(
             module, cpu, Path(output) if output is not None else None, detached
         )
+    if key is not None and output is not None:
+        # Only a library written out stands alone (its weights linked in).
+        threaded = options.threads > 1 and any(op.name == "scf.parallel" for op in module.walk())
+        with timed("keep in the model cache"):
+            compile_cache.store(
+                key,
+                library,
+                {
+                    "inputs": [str(t) for t in signature.inputs],
+                    "outputs": [str(t) for t in signature.outputs],
+                    "scratch": [str(t) for t in scratch],
+                    "kernels": kernels,
+                    "threaded": threaded,
+                },
+            )
     return CompiledFunction(
         library,
         entry,
@@ -352,8 +376,56 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     )
 
 
+def _model_key(
+    module_or_path: ModuleOp | str | Path,
+    entry: str,
+    options: CompileOptions,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+) -> str | None:
+    """The whole-model cache key of a model file (None for a module in memory)."""
+    if not isinstance(module_or_path, str | Path) or _looks_like_mlir_text(str(module_or_path)):
+        return None
+    path = Path(module_or_path)
+    if path.suffix.lower() not in INPUT_KINDS or not path.is_file():
+        return None  # load() says what is wrong
+    with timed("look up the model cache"):
+        settings = {f.name: getattr(options, f.name) for f in fields(options)}
+        settings["resolved_cpu"] = options.target.resolved_cpu()
+        settings["lanes"] = options.lanes or options.target.vector_lanes()
+        return compile_cache.model_key(path, entry, settings, input_shapes)
+
+
+def _from_cache(
+    found: compile_cache.CachedModel, entry: str, output: Path | None
+) -> CompiledFunction:
+    """The cached library, copied to `output` when given."""
+    from graphfuse.parsing import parse_type
+    from graphfuse.runtime.build import install_library
+
+    described = found.signature
+    library = found.library
+    if output is not None:
+        library = Path(output).absolute()
+        install_library(found.library, library, bool(described["threaded"]))
+
+    def types(key: str) -> list[MemRefType[Attribute]]:
+        return _memrefs([parse_type(text) for text in described[key]])
+
+    return CompiledFunction(
+        library,
+        entry,
+        types("inputs"),
+        types("outputs"),
+        types("scratch"),
+        int(described["kernels"]),
+    )
+
+
 def _compile_cuda(
-    module_or_path: ModuleOp | str | Path, entry: str, options: CompileOptions
+    module_or_path: ModuleOp | str | Path,
+    entry: str,
+    options: CompileOptions,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> CudaFunction:
     """The GPU build: PTX per kernel for the GPU present (its chip unless options name
     one), loaded through the CUDA driver. Without a driver or GPU this fails first."""
@@ -362,7 +434,7 @@ def _compile_cuda(
     gpu = driver()
     if options.chip is None:
         options = replace(options, chip=gpu.info().chip)
-    module = load(module_or_path)
+    module = load(module_or_path, input_shapes)
     _entry(module, entry)
     fuse(module, options, cpu=False)
     signature = to_gpu(module, options, entry)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -230,6 +231,16 @@ def _unbalanced_brace(tokens: list[MLIRToken]) -> tuple[MLIRToken, str] | None:
     if open_braces:
         return open_braces[-1], "'{' is never closed (the file ends first)"
     return None
+
+
+def parse_type(text: str) -> Attribute:
+    """A type written as text (`memref<4x128xf32>`), e.g. from a cache entry."""
+    return Parser(_types_context(), text).parse_type()
+
+
+@cache
+def _types_context() -> Context:
+    return make_context()
 
 
 def parse_file(path: str | Path, ctx: Context | None = None) -> ModuleOp:

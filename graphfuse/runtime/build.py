@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -197,6 +198,31 @@ def _write_library(
             written.append(staged)
             with timed("link"):
                 _link(staged, inputs, threaded)
+        _check_loads(staged, destination)
+        os.replace(staged, destination)
+    except BaseException as error:
+        for path in written:
+            path.unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise ToolchainError(f"{destination}: cannot write: {error.strerror}") from None
+        raise
+
+
+def install_library(library: Path, destination: Path, threaded: bool) -> None:
+    """Copy a finished library (graphfuse.compile_cache) to `destination`, with the
+    parallel runtime beside it when `threaded`; as `_write_library`, all or nothing."""
+    written: list[Path] = []
+    try:
+        if threaded:
+            runtime = parallel_runtime()
+            beside = destination.parent / runtime.name
+            if not beside.exists():
+                written.append(beside)
+            write_atomically(beside, runtime.read_bytes())
+        staged = stage_file(destination.parent, suffix=".so")
+        written.append(staged)
+        with timed("copy the library"):
+            shutil.copyfile(library, staged)  # in the kernel: 440 MB never in memory
         _check_loads(staged, destination)
         os.replace(staged, destination)
     except BaseException as error:

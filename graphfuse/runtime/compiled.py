@@ -11,6 +11,7 @@ written out links them in: graphfuse.runtime.build).
 from __future__ import annotations
 
 import ctypes
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeGuard, cast
@@ -111,6 +112,35 @@ class ArrayFunction:
         return results[0] if len(results) == 1 else results
 
 
+_LOADED: dict[Path, tuple[int, int]] = {}
+"""Each library path this process loaded, with the (device, inode) it had then."""
+_ALIASES: list[tempfile.TemporaryDirectory[str]] = []
+
+
+def load_library(path: Path) -> ctypes.CDLL:
+    """dlopen `path`, absolute (ctypes given a bare name searches the library path, not
+    the current folder). The dynamic loader hands back the library it already loaded under
+    the same path, even after the file was replaced: a model compiled again to the same
+    `-o` in one process (a notebook) would run its old code. A replaced file is loaded
+    through a new name instead (a link in a private folder, beside links to whatever
+    else sits in the library's folder, which its $ORIGIN rpath finds there)."""
+    path = path.absolute()
+    info = path.stat()
+    identity = (info.st_dev, info.st_ino)
+    seen = _LOADED.setdefault(path, identity)
+    if seen == identity:
+        return ctypes.CDLL(str(path))
+    folder = tempfile.TemporaryDirectory(prefix="graphfuse-reload-")
+    _ALIASES.append(folder)  # removed at exit; the library stays mapped until then
+    for neighbour in path.parent.glob("*.so"):
+        if neighbour != path:
+            (Path(folder.name) / neighbour.name).symlink_to(neighbour)
+    alias = Path(folder.name) / path.name
+    alias.symlink_to(path)
+    _LOADED[path] = identity
+    return ctypes.CDLL(str(alias))
+
+
 class CompiledFunction(ArrayFunction):
     """Calls `name` in a built library: `f(*arrays) -> array or tuple of arrays`."""
 
@@ -130,9 +160,7 @@ class CompiledFunction(ArrayFunction):
         """The scratch buffers the entry takes after its results (allocated here)."""
         self.kernel_count = kernel_count
         """How many kernels the function calls."""
-        # An absolute path: ctypes given a bare name (`in.so`) searches the library path,
-        # not the current folder.
-        self._library = ctypes.CDLL(str(Path(library).absolute()))
+        self._library = load_library(Path(library))
         for symbol, data in (detached or {}).items():
             # Large constants the library only reserves space for (kernel_split.py).
             address = ctypes.addressof(ctypes.c_char.in_dll(self._library, symbol))

@@ -52,6 +52,17 @@ def test_split_kernel_module_declares_what_it_refers_to() -> None:
     assert not functions["helper"].body.blocks
     assert functions["helper"].sym_visibility is not None
     assert functions["helper"].sym_visibility.data == "private"
+    # A small constant is copied in, private, where LLVM sees its values.
+    (weight,) = _globals(scale).values()
+    assert (
+        weight.sym_name.data == "w"
+        and weight.initial_value == _globals(_module())["w"].initial_value
+    )
+    assert weight.sym_visibility is not None and weight.sym_visibility.data == "private"
+
+
+def test_split_kernel_module_declares_large_constants() -> None:
+    scale = split_kernels(_module(), detached={"w"}).kernels["scale"]
     (weight,) = _globals(scale).values()
     assert weight.sym_name.data == "w" and "initial_value" not in weight.properties
     assert weight.sym_visibility.data == "public" and weight.constant is not None

@@ -1,0 +1,138 @@
+"""The whole-model compile cache: an unchanged model file compiled to a library again is
+one lookup; any change to the file, its weights or the options compiles it anew."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import graphfuse
+from graphfuse import compile_cache, compiler
+from graphfuse.compiler import CompileOptions
+from graphfuse.dialects.graph import interpreter as reference
+from graphfuse.parsing import parse_file
+from graphfuse.weights import write_module
+
+MODEL = """func.func @main(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %w = graph.constant dense<SCALE> : tensor<64x64xf32>
+  %y = graph.matmul %x, %w : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  %z = graph.relu %y : tensor<8x64xf32>
+  func.return %z : tensor<8x64xf32>
+}
+"""
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("GRAPHFUSE_CACHE_DIR", str(folder))
+    return folder
+
+
+class _Builds:
+    """Counts the builds `compile` starts (the passes and the tools), by wrapping them."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = compiler.build_module_library
+
+        def counted(*args: object, **kwargs: object) -> Path:
+            self.count += 1
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(compiler, "build_module_library", counted)
+
+
+def _model(folder: Path, scale: str = "0.5") -> Path:
+    path = folder / "m.mlir"
+    path.write_text(MODEL.replace("SCALE", scale))
+    return path
+
+
+def _check(function: object, path: Path) -> None:
+    x = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+    expected = reference.run(parse_file(path), "main", x)[0]
+    np.testing.assert_allclose(function(x), expected, rtol=1e-5, atol=1e-5)  # type: ignore[operator]
+
+
+def test_unchanged_file_is_one_lookup(tmp_path: Path, cache: Path, monkeypatch) -> None:  # noqa: ANN001
+    builds = _Builds(monkeypatch)
+    path = _model(tmp_path)
+    first = graphfuse.compile(path, output=tmp_path / "a.so", options=CompileOptions(threads=1))
+    assert builds.count == 1
+    _check(first, path)
+    second = graphfuse.compile(path, output=tmp_path / "b.so", options=CompileOptions(threads=1))
+    assert builds.count == 1, "an unchanged model was compiled again"
+    assert (tmp_path / "b.so").exists()
+    _check(second, path)
+
+
+def test_any_change_compiles_anew(tmp_path: Path, cache: Path, monkeypatch) -> None:  # noqa: ANN001
+    builds = _Builds(monkeypatch)
+    path = _model(tmp_path)
+    out = tmp_path / "a.so"
+    graphfuse.compile(path, output=out, options=CompileOptions(threads=1))
+    graphfuse.compile(path, output=out, options=CompileOptions(threads=2))
+    assert builds.count == 2, "other options, same library"
+    graphfuse.compile(path, entry="main", output=out, options=CompileOptions(threads=1))
+    assert builds.count == 2
+    _model(tmp_path, "0.7")  # same size, new contents
+    os.utime(path, ns=(1, 1))
+    changed = graphfuse.compile(path, output=out, options=CompileOptions(threads=1))
+    assert builds.count == 3
+    _check(changed, path)
+
+
+def test_weights_file_is_part_of_the_key(tmp_path: Path, cache: Path, monkeypatch) -> None:  # noqa: ANN001
+    """A module written with its weights outside: new weights, same module text."""
+    builds = _Builds(monkeypatch)
+    source = tmp_path / "src"
+    source.mkdir()
+    rng = np.random.default_rng(3)
+    text = MODEL.replace("dense<SCALE>", "dense<0.0>")
+    for n in range(2):
+        module = graphfuse.parsing.parse_text(text)
+        constant = next(op for op in module.walk() if op.name == "graph.constant")
+        from graphfuse.dialects.graph.elements import numpy_to_dense
+
+        values = rng.standard_normal((64, 64)).astype(np.float32)
+        constant.properties["value"] = numpy_to_dense(values, constant.results[0].type)  # type: ignore[arg-type]
+        write_module(module, tmp_path / "w.mlir")
+        function = graphfuse.compile(
+            tmp_path / "w.mlir", output=tmp_path / "w.so", options=CompileOptions(threads=1)
+        )
+        assert builds.count == n + 1
+        _check(function, tmp_path / "w.mlir")
+
+
+def test_modules_in_memory_are_not_keyed(cache: Path) -> None:
+    module = graphfuse.parsing.parse_text(MODEL.replace("SCALE", "1.0"))
+    assert compiler._model_key(module, "main", CompileOptions(), None) is None
+
+
+def test_cli_warm_compile_writes_a_loading_library(tmp_path: Path, cache: Path) -> None:
+    _model(tmp_path)
+    env = {**os.environ, "GRAPHFUSE_CACHE_DIR": str(cache)}
+    for _ in range(2):
+        run = subprocess.run(
+            [sys.executable, "-m", "graphfuse.cli", "compile", "m.mlir", "--timing"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert run.returncode == 0, run.stderr
+    assert "build" not in run.stderr and "copy the library" in run.stderr
+    assert len(list((cache / "models").glob("*.so"))) == 1
+    loaded = compiler._from_cache(
+        compile_cache.lookup(next((cache / "models").glob("*.json")).stem),  # type: ignore[arg-type]
+        "main",
+        None,
+    )
+    _check(loaded, tmp_path / "m.mlir")
