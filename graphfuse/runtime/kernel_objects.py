@@ -90,14 +90,37 @@ def build_objects(units: Sequence[ObjectUnit], target: CpuTarget) -> list[Path]:
 
 
 def _build_missing(missing: dict[Path, ObjectUnit], target: CpuTarget, workers: int) -> None:
+    """mlir-opt and mlir-translate per shard; then opt and llc per module, each its own job
+    on a second pool as soon as its shard is translated, so that a shard with a slow
+    module does not hold the others back (the GEMM tiles at -O3 take longest)."""
     for tool, stage in llvm_lowering.TOOL_STAGES:
         # Made here, not by the workers at once: their runs add up under these stages.
         with timed(tool_stage(tool, stage)):
             pass
     shards = _shards(list(missing.items()), workers * SHARDS_PER_WORKER)
-    with Progress(len(missing), "building kernels") as progress:
-        jobs = [_in_this_context(_build_shard, shard, target, progress.advance) for shard in shards]
-        _run_all(jobs, workers)
+    compiles: list[Future[None]] = []
+    with (
+        Progress(len(missing), "building kernels") as progress,
+        ThreadPoolExecutor(max_workers=workers, thread_name_prefix="graphfuse-llc") as pool,
+    ):
+
+        def compile_later(path: Path, unit: ObjectUnit, llvm_ir: str) -> None:
+            def job() -> None:
+                _compile(llvm_ir, unit.opt_level, target, path)
+                progress.advance()
+
+            compiles.append(pool.submit(_in_this_context(job)))
+
+        try:
+            _run_all(
+                [_in_this_context(_build_shard, s, target, compile_later) for s in shards], workers
+            )
+        finally:
+            # The opt/llc jobs already started end before a failure is raised.
+            wait(compiles)
+        failed = next((f for f in compiles if f.exception() is not None), None)
+        if failed is not None:
+            failed.result()
 
 
 def _shards(
@@ -135,10 +158,12 @@ def _run_all(jobs: Sequence[Callable[[], None]], workers: int) -> None:
 
 
 def _build_shard(
-    shard: list[tuple[Path, ObjectUnit]], target: CpuTarget, advance: Callable[[], None]
+    shard: list[tuple[Path, ObjectUnit]],
+    target: CpuTarget,
+    compile_later: Callable[[Path, ObjectUnit, str], None],
 ) -> None:
-    """One shard: modules that share mlir-opt stages converted together, then each module
-    optimised and compiled to its object."""
+    """One shard: modules that share mlir-opt stages converted together; each module's
+    LLVM IR then handed on to be optimised and compiled to its object."""
     groups: dict[str, list[tuple[Path, ObjectUnit]]] = {}
     for item in shard:
         groups.setdefault(repr(item[1].stages(target)), []).append(item)
@@ -146,8 +171,7 @@ def _build_shard(
         stages = group[0][1].stages(target)
         llvm_irs = llvm_lowering.to_llvm_ir_modules([unit.text for _, unit in group], stages)
         for (path, unit), llvm_ir in zip(group, llvm_irs, strict=True):
-            _compile(llvm_ir, unit.opt_level, target, path)
-            advance()
+            compile_later(path, unit, llvm_ir)
 
 
 def _compile(llvm_ir: str, level: int, target: CpuTarget, path: Path) -> None:
