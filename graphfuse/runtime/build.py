@@ -17,7 +17,8 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
@@ -177,40 +178,31 @@ def _write_library(
     destination: Path, objects: Sequence[Path], threaded: bool, weights: Mapping[str, bytes]
 ) -> None:
     """Link the library at `destination`, its weights in, with the parallel runtime beside
-    it when `threaded`. It is linked under a temporary name in the destination's folder
-    and renamed only once it loads there (its runtime found through $ORIGIN), so a
-    failure leaves neither a library nor a runtime this call wrote."""
-    written: list[Path] = []
-    try:
-        if threaded:
-            runtime = parallel_runtime()
-            beside = destination.parent / runtime.name
-            if not beside.exists():
-                written.append(beside)
-            write_atomically(beside, runtime.read_bytes())
+    it when `threaded` (all or nothing: `_installing`)."""
+    with _installing(destination, threaded) as staged:
         size = sum(memoryview(data).nbytes for data in weights.values())
         with weights_folder(size) as work:
             inputs = list(objects)
             if weights:
                 with timed("weights object"):
                     inputs.append(weights_object(weights, work))
-            staged = stage_file(destination.parent, suffix=".so")
-            written.append(staged)
             with timed("link"):
                 _link(staged, inputs, threaded)
-        _check_loads(staged, destination)
-        os.replace(staged, destination)
-    except BaseException as error:
-        for path in written:
-            path.unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise ToolchainError(f"{destination}: cannot write: {error.strerror}") from None
-        raise
 
 
 def install_library(library: Path, destination: Path, threaded: bool) -> None:
     """Copy a finished library (graphfuse.compile_cache) to `destination`, with the
-    parallel runtime beside it when `threaded`; as `_write_library`, all or nothing."""
+    parallel runtime beside it when `threaded` (all or nothing: `_installing`)."""
+    with _installing(destination, threaded) as staged, timed("copy the library"):
+        shutil.copyfile(library, staged)  # in the kernel: 440 MB never in memory
+
+
+@contextmanager
+def _installing(destination: Path, threaded: bool) -> Iterator[Path]:
+    """A temporary file in the destination's folder for the library, renamed to
+    `destination` only once it loads there (its runtime, copied beside it when `threaded`,
+    found through $ORIGIN), so a failure leaves neither a library nor a runtime this call
+    wrote."""
     written: list[Path] = []
     try:
         if threaded:
@@ -221,8 +213,7 @@ def install_library(library: Path, destination: Path, threaded: bool) -> None:
             write_atomically(beside, runtime.read_bytes())
         staged = stage_file(destination.parent, suffix=".so")
         written.append(staged)
-        with timed("copy the library"):
-            shutil.copyfile(library, staged)  # in the kernel: 440 MB never in memory
+        yield staged
         _check_loads(staged, destination)
         os.replace(staged, destination)
     except BaseException as error:
