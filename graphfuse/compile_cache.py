@@ -18,6 +18,7 @@ library (standalone: its weights linked in) and the signature needed to call it.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -57,7 +58,7 @@ def _external_data(path: Path) -> list[Path]:
     import onnx
 
     try:
-        model = onnx.load(str(path), load_external_data=False)
+        model: Any = onnx.load(str(path), load_external_data=False)  # pyright: ignore[reportUnknownMemberType]
     except Exception:  # noqa: BLE001 - an unreadable model is reported by the importer
         return []
     locations = {
@@ -72,12 +73,9 @@ def _external_data(path: Path) -> list[Path]:
 @cache
 def _source_digest() -> str:
     """graphfuse's installed source: a change to any pass changes every key."""
-    import graphfuse
-    from graphfuse import dialects, lowering, passes
-
     digest = hashlib.sha256()
-    for package in (graphfuse, dialects, lowering, passes):
-        root = Path(package.__file__ or "").parent
+    for name in ("graphfuse", "graphfuse.dialects", "graphfuse.lowering", "graphfuse.passes"):
+        root = Path(importlib.import_module(name).__file__ or "").parent
         for source in sorted(root.rglob("*")):
             if source.suffix in (".py", ".mlir", ".c") and "__pycache__" not in source.parts:
                 digest.update(str(source.relative_to(root)).encode())

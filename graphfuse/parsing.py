@@ -17,10 +17,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     FileLineColLoc,
     IntAttr,
-    MemRefType,
     ModuleOp,
     StringAttr,
-    TensorType,
 )
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.parser import Parser
@@ -73,13 +71,15 @@ class LocatedParser(Parser):
     weights: WeightsFile | None = None
     """Where `dense_resource` handles find their data (graphfuse.weights)."""
 
-    def _parse_builtin_dense_resource_attr(self) -> Attribute:
+    def _parse_builtin_dense_resource_attr(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self,
+    ) -> Attribute:
         """`dense_resource<handle> : type`, read at once from the module's weights file
         into a dense attribute (as if its bytes were written inline), so passes see
         weights as arrays. xDSL's own reading declares each handle in a process-wide
         table and renames one seen before (`w` -> `w_0`): a file parsed twice would
         name its weights differently."""
-        from graphfuse.weights import MissingWeightsFile
+        from graphfuse.weights import MissingWeightsFile, shaped
 
         self.parse_characters("<", " in dense_resource attribute")
         at = self._current_token.span
@@ -87,13 +87,11 @@ class LocatedParser(Parser):
         self.parse_characters(">", " in dense_resource attribute")
         self.parse_characters(":", " in dense_resource attribute")
         typ = self.parse_type()
-        if not isinstance(typ, TensorType | MemRefType):
-            raise ParseError(at, f"dense_resource<{handle}> needs a tensor type, got {typ}")
         weights = self.weights or MissingWeightsFile(
             "the module names no weights file (graphfuse.weights)"
         )
         try:
-            value = weights.dense(handle, typ)
+            value = weights.dense(handle, shaped(typ))
         except GraphfuseError as error:
             raise ParseError(at, str(error)) from None
         self.handles[value] = handle

@@ -26,7 +26,7 @@ import os
 import re
 import struct
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,11 +39,14 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
     IntegerType,
+    MemRefType,
     ModuleOp,
-    ShapedType,
+    Signedness,
     StringAttr,
+    TensorType,
 )
 from xdsl.ir import Attribute, Operation
+from xdsl.utils.hints import isa
 
 from graphfuse.parsing import NAME_HINT, GraphfuseError
 
@@ -83,6 +86,10 @@ def _holders(op: Operation) -> Iterator[tuple[dict[str, Attribute], str]]:
         yield op.attributes, key
 
 
+Shaped = TensorType[Attribute] | MemRefType[Attribute]
+Dense = DenseIntOrFPElementsAttr
+"""A dense attribute holding a weight's raw bytes."""
+
 _NOT_IN_HANDLE = re.compile(r"[^A-Za-z0-9_.$]")
 
 
@@ -93,7 +100,7 @@ def handle_for(name: str) -> str:
 
 
 @contextmanager
-def outlined(module: ModuleOp, limit: int = TEXT_LIMIT) -> Iterator[Outlined]:
+def outlined(module: ModuleOp, limit: int = TEXT_LIMIT) -> Generator[Outlined, None, None]:
     """Within the block, `module` holds `dense_resource` handles where it held constants
     over `limit` bytes (and no name hints); everything is put back on exit. Equal
     constants share one handle."""
@@ -110,7 +117,7 @@ def outlined(module: ModuleOp, limit: int = TEXT_LIMIT) -> Iterator[Outlined]:
                 value = holder[key]
                 if not _large(value, limit):
                     continue
-                assert isinstance(value, DenseIntOrFPElementsAttr)
+                assert isa(value, Dense)
                 handle = by_value.get(value)
                 if handle is None:
                     name = hint.data if isinstance(hint, StringAttr) else "weight"
@@ -118,7 +125,7 @@ def outlined(module: ModuleOp, limit: int = TEXT_LIMIT) -> Iterator[Outlined]:
                     by_value[value] = handle
                     found.weights[handle] = value
                 undo.append((holder, key, value))
-                holder[key] = DenseResourceAttr.from_params(handle, value.get_type())
+                holder[key] = DenseResourceAttr.from_params(handle, shaped(value.get_type()))
         yield found
     finally:
         for holder, key, value in reversed(undo):
@@ -223,12 +230,19 @@ _FILE_DTYPES = {
 """The same dtypes as the file's header spells them."""
 
 
-def _element(typ: ShapedType) -> str:
-    element = typ.get_element_type()
+def shaped(typ: Attribute) -> Shaped:
+    """`typ` as the tensor or memref type a weight has."""
+    if isa(typ, TensorType[Attribute]) or isa(typ, MemRefType[Attribute]):
+        return typ
+    raise GraphfuseError(f"a weight must have a tensor or memref type, not {typ}")
+
+
+def _element(typ: Attribute) -> str:
+    element = shaped(typ).get_element_type()
     if isinstance(element, BFloat16Type):
         return "bf16"
-    if isinstance(element, IntegerType) and element.signedness.data.name == "UNSIGNED":
-        return f"ui{element.width.data}"
+    if element == IntegerType(8, Signedness.UNSIGNED):
+        return "ui8"
     return str(element)
 
 
@@ -249,7 +263,10 @@ def save_weights(weights: dict[str, DenseIntOrFPElementsAttr], path: Path) -> No
         raw = np.frombuffer(value.data.data, dtype=np.uint8)
         buffers.append(raw)
         specs[handle] = TensorSpec(
-            dtype=dtype, shape=list(typ.get_shape()), data_ptr=raw.ctypes.data, data_len=raw.nbytes
+            dtype=dtype,
+            shape=list(shaped(typ).get_shape()),
+            data_ptr=raw.ctypes.data,
+            data_len=raw.nbytes,
         )
     serialize_file(specs, str(path), metadata={"format": "graphfuse"})
 
@@ -293,18 +310,17 @@ class WeightsFile:
         self.header = header
         self.data_start = 8 + length
 
-    def dense(self, handle: str, typ: ShapedType) -> DenseIntOrFPElementsAttr:
+    def dense(self, handle: str, typ: Shaped) -> DenseIntOrFPElementsAttr:
         """The weight `handle` as a dense attribute of `typ`, checked against the header."""
         entry = self.header.get(handle)
         if entry is None:
             raise GraphfuseError(f"dense_resource<{handle}>: {self.path} holds no '{handle}'")
-        shaped = typ
-        expected = _FILE_DTYPES.get(_SAFETENSORS_DTYPES.get(_element(shaped), ""), "?")
-        shape = list(shaped.get_shape())
+        expected = _FILE_DTYPES.get(_SAFETENSORS_DTYPES.get(_element(typ), ""), "?")
+        shape = list(typ.get_shape())
         if entry.get("dtype") != expected or list(entry.get("shape", [])) != shape:
             raise GraphfuseError(
                 f"dense_resource<{handle}> is {'x'.join(map(str, shape))}x"
-                f"{_element(shaped)} in the module but {entry.get('shape')} "
+                f"{_element(typ)} in the module but {entry.get('shape')} "
                 f"{entry.get('dtype')} in {self.path}"
             )
         begin, end = (int(x) for x in entry["data_offsets"])
@@ -316,7 +332,8 @@ class WeightsFile:
             raise GraphfuseError(f"{self.path}: cannot read: {error.strerror}") from None
         if len(raw) != end - begin:
             raise GraphfuseError(f"{self.path}: ends inside '{handle}' (truncated file)")
-        return DenseIntOrFPElementsAttr(typ, BytesAttr(raw))  # type: ignore[arg-type]
+        tensor = TensorType(typ.get_element_type(), typ.get_shape())
+        return DenseIntOrFPElementsAttr(tensor, BytesAttr(raw))  # pyright: ignore[reportArgumentType]
 
 
 class MissingWeightsFile(WeightsFile):
@@ -325,5 +342,5 @@ class MissingWeightsFile(WeightsFile):
     def __init__(self, why: str):
         self.why = why
 
-    def dense(self, handle: str, typ: ShapedType) -> DenseIntOrFPElementsAttr:
+    def dense(self, handle: str, typ: Shaped) -> DenseIntOrFPElementsAttr:
         raise GraphfuseError(f"dense_resource<{handle}> has no data: {self.why}")

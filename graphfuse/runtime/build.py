@@ -17,7 +17,7 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -198,7 +198,7 @@ def install_library(library: Path, destination: Path, threaded: bool) -> None:
 
 
 @contextmanager
-def _installing(destination: Path, threaded: bool) -> Iterator[Path]:
+def _installing(destination: Path, threaded: bool) -> Generator[Path, None, None]:
     """A temporary file in the destination's folder for the library, renamed to
     `destination` only once it loads there (its runtime, copied beside it when `threaded`,
     found through $ORIGIN), so a failure leaves neither a library nor a runtime this call

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -68,7 +68,7 @@ MEMORY_FOLDER = Path("/dev/shm")
 
 
 @contextmanager
-def weights_folder(size: int) -> Iterator[Path]:
+def weights_folder(size: int) -> Generator[Path, None, None]:
     """A temporary folder for a weights object of `size` bytes (its blob and object take
     twice that): in memory when MEMORY_FOLDER has room for four times the size, else in
     the default temporary folder."""
