@@ -22,14 +22,17 @@ import importlib
 import json
 import os
 import shutil
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from graphfuse.runtime.build import write_atomically
-from graphfuse.runtime.cpu_tools import cache_dir, tool_versions
+from graphfuse.runtime.cpu_tools import cache_dir, stage_file, tool_versions
+from graphfuse.weights import named_weights_path
 
 FORMAT = "graphfuse-model-1"
 """Changes when what an entry holds changes."""
@@ -49,8 +52,14 @@ def _file_digest(path: Path) -> str:
         while chunk := stream.read(1 << 24):
             digest.update(chunk)
     value = digest.hexdigest()
-    write_atomically(memo, value.encode())
+    if time.time() - info.st_mtime > RACY_SECONDS:
+        # A file written within the last moments may change again within the same mtime
+        # tick and size (git's "racy" entries): its digest is not remembered.
+        write_atomically(memo, value.encode())
     return value
+
+
+RACY_SECONDS = 2.0
 
 
 def _external_data(path: Path) -> list[Path]:
@@ -97,8 +106,8 @@ def model_key(
         if source.suffix.lower() == ".onnx":
             files += _external_data(source)
         elif source.suffix.lower() == ".mlir":
-            beside = source.with_suffix(".safetensors")
-            files += [beside] if beside.exists() else []
+            named = named_weights_path(source.read_text(errors="replace"), source.parent)
+            files += [named] if named is not None else []
         contents = [_file_digest(f) for f in files]
     except OSError:
         return None
@@ -110,8 +119,16 @@ def model_key(
         "input_shapes": {k: list(v) for k, v in sorted((input_shapes or {}).items())},
         "source": _source_digest(),
         "tools": tool_versions("mlir-opt", "mlir-translate", "opt", "llc", "cc"),
+        "libraries": [_version(name) for name in ("xdsl", "onnx", "numpy", "safetensors")],
     }
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _version(distribution: str) -> str:
+    try:
+        return f"{distribution} {metadata.version(distribution)}"
+    except metadata.PackageNotFoundError:
+        return f"{distribution} absent"
 
 
 @dataclass(frozen=True)
@@ -135,20 +152,22 @@ def lookup(key: str) -> CachedModel | None:
     return CachedModel(library, described)
 
 
-def store(key: str, library: Path, signature: Mapping[str, Any]) -> Path:
-    """Keep `library` (a standalone library) and its signature under `key`; returns
-    the cached library's path."""
-    folder = _folder("models")
-    cached = folder / f"{key}.so"
-    staged = folder / f".{key}.so.{os.getpid()}.partial"
+def store(key: str, library: Path, signature: Mapping[str, Any]) -> None:
+    """Keep `library` (a standalone library) and its signature under `key`. Best effort:
+    a cache that cannot be written (a full disk) costs the next compile its speed, never
+    this one its result."""
     try:
-        shutil.copyfile(library, staged)  # in the kernel where it can (no 440 MB in memory)
-        os.replace(staged, cached)
-    finally:
-        staged.unlink(missing_ok=True)
-    # The signature last: an entry is complete once it exists.
-    write_atomically(folder / f"{key}.json", json.dumps(dict(signature)).encode())
-    return cached
+        folder = _folder("models")
+        staged = stage_file(folder, suffix=".so")
+        try:
+            shutil.copyfile(library, staged)  # in the kernel: no 440 MB in memory
+            os.replace(staged, folder / f"{key}.so")
+        finally:
+            staged.unlink(missing_ok=True)
+        # The signature last: an entry is complete once it exists.
+        write_atomically(folder / f"{key}.json", json.dumps(dict(signature)).encode())
+    except OSError:
+        pass
 
 
 def _folder(name: str) -> Path:

@@ -323,8 +323,10 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     check_options(options, target)
     if output is not None:
         output = check_output_file(output)
-    key = _model_key(module_or_path, entry, options, input_shapes)
-    if key is not None:
+    # Only libraries written out are kept whole (they stand alone); without `output`
+    # the build reuses objects.
+    key = None if output is None else _model_key(module_or_path, entry, options, input_shapes)
+    if key is not None and output is not None:
         found = compile_cache.lookup(key)
         if found is not None:
             return _from_cache(found, entry, output)
@@ -350,8 +352,7 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
         library = build_module_library(
             module, cpu, Path(output) if output is not None else None, detached
         )
-    if key is not None and output is not None:
-        # Only a library written out stands alone (its weights linked in).
+    if key is not None:
         threaded = options.threads > 1 and any(op.name == "scf.parallel" for op in module.walk())
         with timed("keep in the model cache"):
             compile_cache.store(
@@ -395,18 +396,14 @@ def _model_key(
         return compile_cache.model_key(path, entry, settings, input_shapes)
 
 
-def _from_cache(
-    found: compile_cache.CachedModel, entry: str, output: Path | None
-) -> CompiledFunction:
-    """The cached library, copied to `output` when given."""
+def _from_cache(found: compile_cache.CachedModel, entry: str, output: Path) -> CompiledFunction:
+    """The cached library, copied to `output`."""
     from graphfuse.parsing import parse_type
     from graphfuse.runtime.build import install_library
 
     described = found.signature
-    library = found.library
-    if output is not None:
-        library = Path(output).absolute()
-        install_library(found.library, library, bool(described["threaded"]))
+    library = Path(output).absolute()
+    install_library(found.library, library, bool(described["threaded"]))
 
     def types(key: str) -> list[MemRefType[Attribute]]:
         return _memrefs([parse_type(text) for text in described[key]])

@@ -30,7 +30,7 @@ from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -154,12 +154,13 @@ _NO_LIMIT = 1 << 62
 
 def write_module(module: ModuleOp, path: str | Path, inline: bool = False) -> Path | None:
     """Write `module` to `path` with its large weights in `weights_file_for(path)`
-    (returned; None when the module has none, or with `inline`). Both files are written
-    whole or not at all."""
+    (returned; None when the module has none, or with `inline`). Both files are staged
+    under temporary names and renamed only once both are written, the module last: a
+    failure leaves the files that were there before, as they were."""
     target = Path(path)
     if inline:
         text = module_text(module, inline=True) + "\n"
-        _write_atomically(target, lambda staged: staged.write_text(text))
+        _write_all({target: lambda staged: staged.write_text(text)})
         return None
     side = weights_file_for(target)
     if side.resolve() == target.resolve():
@@ -171,33 +172,34 @@ def write_module(module: ModuleOp, path: str | Path, inline: bool = False) -> Pa
             text = str(module) + "\n"
         finally:
             module.attributes.pop(WEIGHTS_ATTR, None)
-        if not found.weights:
-            _write_atomically(target, lambda staged: staged.write_text(text))
-            return None
-        _write_atomically(side, lambda staged: save_weights(found.weights, staged))
-    try:
-        _write_atomically(target, lambda staged: staged.write_text(text))
-    except GraphfuseError:
-        side.unlink(missing_ok=True)
-        raise
-    return side
+        writers: dict[Path, Callable[[Path], object]] = {}
+        if found.weights:
+            writers[side] = lambda staged: save_weights(found.weights, staged)
+        writers[target] = lambda staged: staged.write_text(text)
+        _write_all(writers)
+    return side if found.weights else None
 
 
-def _write_atomically(target: Path, write: Callable[[Path], object]) -> None:
-    """`write` a temporary file beside `target`, then rename it into place."""
-    staged: Path | None = None
+def _write_all(writers: dict[Path, Callable[[Path], object]]) -> None:
+    """Each file written by its writer to a temporary name beside it, then all renamed
+    into place in order."""
+    staged: dict[Path, Path] = {}
+    target = next(iter(writers))
     try:
-        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        os.close(fd)
-        staged = Path(name)
-        write(staged)
-        os.chmod(staged, 0o644)
-        staged.replace(target)
+        for target, write in writers.items():
+            fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+            os.close(fd)
+            staged[target] = Path(name)
+            write(staged[target])
+            os.chmod(staged[target], 0o644)
+        for target, temporary in staged.items():
+            temporary.replace(target)
     except BaseException as error:
-        if staged is not None:
-            staged.unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise GraphfuseError(f"{target}: cannot write: {error.strerror}") from None
+        for temporary in staged.values():
+            temporary.unlink(missing_ok=True)
+        if isinstance(error, OSError) or type(error).__name__ == "SafetensorError":
+            why = error.strerror if isinstance(error, OSError) else str(error).split(": ")[-1]
+            raise GraphfuseError(f"{target}: cannot write: {why}") from None
         raise
 
 
@@ -274,19 +276,42 @@ def save_weights(weights: dict[str, DenseIntOrFPElementsAttr], path: Path) -> No
 # ---- reading ------------------------------------------------------------------------------
 
 
-_WEIGHTS_FILE_ATTR = re.compile(r'graphfuse\.weights\s*=\s*"([^"\\]*)"')
+_WEIGHTS_FILE_ATTR = re.compile(r'graphfuse\.weights\s*=\s*"((?:[^"\\]|\\.)*)"')
+_ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2}|.)")
+_ESCAPED = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
+
+
+def _unescaped(literal: str) -> str:
+    """An MLIR string literal's contents: `\\XX` hex bytes (how the printer writes
+    anything but printable ASCII, `modèle` as `mod\\C3\\A8le`) and `\\n \\t \\" \\\\`."""
+    out = bytearray()
+    at = 0
+    for escape in _ESCAPE.finditer(literal):
+        out += literal[at : escape.start()].encode()
+        code = escape.group(1)
+        out += bytes([int(code, 16)]) if len(code) == 2 else _ESCAPED.get(code, code).encode()
+        at = escape.end()
+    out += literal[at:].encode()
+    return out.decode(errors="replace")
+
+
+def named_weights_path(text: str, folder: Path) -> Path | None:
+    """The weights file a module's text names in its `graphfuse.weights` attribute (at
+    the top, where the module's attributes are), in `folder`; None if it names none."""
+    found = _WEIGHTS_FILE_ATTR.search(text, 0, 1 << 16)
+    return None if found is None else folder / _unescaped(found.group(1))
 
 
 def named_weights_file(text: str, folder: Path | None) -> WeightsFile | None:
-    """The weights file a module's text names in its `graphfuse.weights` attribute (at
-    the top, where the module's attributes are), opened from `folder`; None if it names
+    """The weights file a module's text names, opened from `folder`; None if it names
     none."""
-    found = _WEIGHTS_FILE_ATTR.search(text, 0, 1 << 16)
-    if found is None:
+    if _WEIGHTS_FILE_ATTR.search(text, 0, 1 << 16) is None:
         return None
     if folder is None:
         return MissingWeightsFile("text parsed without its file cannot name a weights file")
-    return WeightsFile(folder / found.group(1))
+    path = named_weights_path(text, folder)
+    assert path is not None
+    return WeightsFile(path)
 
 
 class WeightsFile:
@@ -299,15 +324,20 @@ class WeightsFile:
                 (length,) = struct.unpack("<Q", stream.read(8))
                 if length > 100 << 20:
                     raise ValueError("header over 100 MB")
-                header: dict[str, Any] = json.loads(stream.read(length))
+                header: object = json.loads(stream.read(length))
         except FileNotFoundError:
             raise GraphfuseError(
                 f"{path}: weights file not found (the module names it in {WEIGHTS_ATTR})"
             ) from None
         except (OSError, ValueError, struct.error) as error:
             raise GraphfuseError(f"{path}: not a safetensors weights file ({error})") from None
-        header.pop("__metadata__", None)
-        self.header = header
+        if not isinstance(header, dict):
+            raise GraphfuseError(f"{path}: not a safetensors weights file (malformed header)")
+        entries = cast(dict[str, object], header)
+        entries.pop("__metadata__", None)
+        if not all(_well_formed(entry) for entry in entries.values()):
+            raise GraphfuseError(f"{path}: not a safetensors weights file (malformed header)")
+        self.header = cast(dict[str, dict[str, Any]], entries)
         self.data_start = 8 + length
 
     def dense(self, handle: str, typ: Shaped) -> DenseIntOrFPElementsAttr:
@@ -334,6 +364,21 @@ class WeightsFile:
             raise GraphfuseError(f"{self.path}: ends inside '{handle}' (truncated file)")
         tensor = TensorType(typ.get_element_type(), typ.get_shape())
         return DenseIntOrFPElementsAttr(tensor, BytesAttr(raw))  # pyright: ignore[reportArgumentType]
+
+
+def _well_formed(entry: object) -> bool:
+    """A header entry as safetensors writes it: dtype, shape and two byte offsets."""
+    if not isinstance(entry, dict):
+        return False
+    fields = cast(dict[str, object], entry)
+    offsets = fields.get("data_offsets")
+    if not isinstance(offsets, list) or len(cast(list[object], offsets)) != 2:
+        return False
+    return (
+        isinstance(fields.get("dtype"), str)
+        and isinstance(fields.get("shape"), list)
+        and all(isinstance(x, int) and x >= 0 for x in cast(list[object], offsets))
+    )
 
 
 class MissingWeightsFile(WeightsFile):

@@ -234,3 +234,37 @@ def test_failed_write_leaves_neither_file(tmp_path: Path) -> None:
     with pytest.raises(GraphfuseError, match="cannot write"):
         write_module(module, missing)
     assert not any(tmp_path.rglob("*.safetensors"))
+
+
+def test_non_ascii_module_name_reads_back(tmp_path: Path) -> None:
+    module = _constant_module(np.arange(1600, dtype=np.float32).reshape(40, 40), f32)
+    write_module(module, tmp_path / "modèle.mlir")
+    assert "mod\\C3\\A8le.safetensors" in (tmp_path / "modèle.mlir").read_text()
+    back = parse_file(tmp_path / "modèle.mlir")
+    assert module_text(back, inline=True) == module_text(module, inline=True)
+
+
+def test_failed_rewrite_keeps_the_pair_that_was_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _written(tmp_path)
+    before = (path.read_bytes(), weights_file_for(path).read_bytes())
+    other = _constant_module(np.ones((40, 40), np.float32), f32)
+
+    def full_disk(self: Path, *args: object, **kwargs: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(GraphfuseError, match="c.mlir: cannot write: No space left on device"):
+        write_module(other, path)
+    monkeypatch.undo()
+    assert (path.read_bytes(), weights_file_for(path).read_bytes()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.mlir", "c.safetensors"]
+
+
+def test_malformed_header_is_one_line(tmp_path: Path) -> None:
+    path = _written(tmp_path)
+    header = b'["not", "a", "dict"]'
+    weights_file_for(path).write_bytes(struct.pack("<Q", len(header)) + header)
+    with pytest.raises(GraphfuseError, match="malformed header"):
+        parse_file(path)

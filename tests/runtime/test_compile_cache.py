@@ -110,6 +110,32 @@ def test_weights_file_is_part_of_the_key(tmp_path: Path, cache: Path, monkeypatc
         _check(function, tmp_path / "w.mlir")
 
 
+def test_without_output_nothing_is_kept_whole(tmp_path: Path, cache: Path, monkeypatch) -> None:  # noqa: ANN001
+    """The Python path's library is not standalone: it reuses objects, not models."""
+    builds = _Builds(monkeypatch)
+    path = _model(tmp_path)
+    for _ in range(2):
+        _check(graphfuse.compile(path, options=CompileOptions(threads=2)), path)
+    assert builds.count == 2 and not list(cache.glob("models/*.so"))
+
+
+def test_weights_file_named_by_the_module_is_keyed(
+    tmp_path: Path, cache: Path, monkeypatch
+) -> None:  # noqa: ANN001
+    """A copied module still names its original weights file: that file is in the key."""
+    builds = _Builds(monkeypatch)
+    module = graphfuse.parsing.parse_text(MODEL.replace("SCALE", "1.0"))
+    write_module(module, tmp_path / "w.mlir")
+    copy = tmp_path / "copy.mlir"
+    copy.write_text((tmp_path / "w.mlir").read_text())
+    graphfuse.compile(copy, output=tmp_path / "a.so", options=CompileOptions(threads=1))
+    changed = graphfuse.parsing.parse_text(MODEL.replace("SCALE", "3.0"))
+    write_module(changed, tmp_path / "w.mlir")
+    function = graphfuse.compile(copy, output=tmp_path / "b.so", options=CompileOptions(threads=1))
+    assert builds.count == 2
+    _check(function, copy)
+
+
 def test_modules_in_memory_are_not_keyed(cache: Path) -> None:
     module = graphfuse.parsing.parse_text(MODEL.replace("SCALE", "1.0"))
     assert compiler._model_key(module, "main", CompileOptions(), None) is None
@@ -133,6 +159,6 @@ def test_cli_warm_compile_writes_a_loading_library(tmp_path: Path, cache: Path) 
     loaded = compiler._from_cache(
         compile_cache.lookup(next((cache / "models").glob("*.json")).stem),  # type: ignore[arg-type]
         "main",
-        None,
+        tmp_path / "again.so",
     )
     _check(loaded, tmp_path / "m.mlir")
