@@ -151,10 +151,29 @@ def _load_path(path: object, input_shapes: Mapping[str, Sequence[int]]) -> Modul
     if input_kind(path) == "onnx":
         from graphfuse.frontend.onnx_import import from_onnx
 
-        return from_onnx(path, input_shapes)
+        module = from_onnx(path, input_shapes)
+        _return_freed_memory()
+        return module
     if input_shapes:
         raise GraphfuseError(f"{path}: --input-shape applies to .onnx models only")
     return parse_file(path)
+
+
+def _return_freed_memory() -> None:
+    """Give the heap the ONNX import freed back to the system. The model's protobuf and the
+    initializers' arrays are freed once the module holds the weights, but glibc keeps the
+    freed heap: BERT-base stayed at 1.2 GB instead of 0.5 GB through the build, and the
+    linker's 0.9 GB came on top of it."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim if name else None
+    except OSError:
+        trim = None
+    if trim is not None:  # glibc only
+        trim(0)
 
 
 def _looks_like_mlir_text(path: str) -> bool:
