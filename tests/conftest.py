@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,3 +29,15 @@ def run_text(text: str, *arrays: Any, name: str = "main") -> tuple[np.ndarray, .
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(1234)
+
+
+def graphfuse_command(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """The `graphfuse` command run as a user runs it: a subprocess in `cwd`."""
+    return subprocess.run(
+        [sys.executable, "-m", "graphfuse.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**os.environ, **env},
+    )

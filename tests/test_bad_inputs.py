@@ -8,10 +8,7 @@ sees on stderr.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +18,7 @@ import graphfuse
 from graphfuse.cli import main
 from graphfuse.compiler import CompileOptions
 from graphfuse.parsing import GraphfuseError
+from tests.conftest import graphfuse_command
 
 ROOT = Path(__file__).resolve().parent.parent
 ADD = (
@@ -215,15 +213,7 @@ def test_usage_errors_are_one_line(argv, pattern, tmp_path, monkeypatch, capsys)
     _assert_one_line(status, err, r"^graphfuse( \w+)?: error: " + pattern, code=2)
 
 
-def _command(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "graphfuse.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-        env={**os.environ, **env},
-    )
+_command = graphfuse_command
 
 
 def test_cache_folder_that_is_a_file(tmp_path):

@@ -7,7 +7,6 @@ import json
 import re
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,18 +24,13 @@ from graphfuse.dialects.graph.elements import dense_to_numpy, numpy_to_dense
 from graphfuse.parsing import GraphfuseError, parse_file, parse_text
 from graphfuse.testing.onnx_models import model
 from graphfuse.weights import module_text, weights_file_for, write_module
+from tests.conftest import graphfuse_command
 
 HEX_OVER_4K = re.compile(r'dense<"0x[0-9A-F]{8194,}"')
 
 
 def graphfuse(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "graphfuse.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=cwd,
-    )
+    return graphfuse_command(list(args), cwd)
 
 
 def _mlp(folder: Path) -> tuple[Path, dict[str, np.ndarray]]:
