@@ -8,7 +8,7 @@ under temporary names in their own folder and renamed only when every one is wri
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from graphfuse.parsing import GraphfuseError
@@ -43,21 +43,28 @@ def check_parent_folder(target: Path) -> None:
         raise GraphfuseError(f"{target}: folder {parent} {what}")
 
 
-def write_all(outputs: Mapping[str | Path, str]) -> None:
-    """Write every file or none: each goes to a temporary name first, then is renamed."""
+def write_all(outputs: Mapping[Path, str | Callable[[Path], object]]) -> None:
+    """Write every file or none: each goes to a temporary name beside it first (text, or
+    a writer called with that name), then all are renamed, in order. A failure leaves the
+    files that were there before as they were."""
     for name in outputs:
         check_output_file(name)
     staged: list[tuple[Path, Path]] = []
     target = Path()
     try:
-        for name, text in outputs.items():
+        for name, content in outputs.items():
             target = Path(name)
             temporary = target.with_name(f".{target.name}.graphfuse-tmp")
             staged.append((temporary, target))
-            temporary.write_text(text)
+            if isinstance(content, str):
+                temporary.write_text(content)
+            else:
+                content(temporary)
         for temporary, target in staged:
             temporary.replace(target)
-    except OSError as error:
+    except BaseException as error:
         for temporary, _ in staged:
             temporary.unlink(missing_ok=True)
-        raise GraphfuseError(f"{target}: cannot write: {error.strerror}") from None
+        if isinstance(error, OSError):
+            raise GraphfuseError(f"{target}: cannot write: {error.strerror}") from None
+        raise

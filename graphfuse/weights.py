@@ -21,11 +21,10 @@ the same way (`--emit`): shape and name readable, bytes only on request (`inline
 
 from __future__ import annotations
 
+import errno
 import json
-import os
 import re
 import struct
-import tempfile
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.hints import isa
 
+from graphfuse.outputs import write_all
 from graphfuse.parsing import NAME_HINT, GraphfuseError
 
 WEIGHTS_ATTR = "graphfuse.weights"
@@ -159,8 +159,7 @@ def write_module(module: ModuleOp, path: str | Path, inline: bool = False) -> Pa
     failure leaves the files that were there before, as they were."""
     target = Path(path)
     if inline:
-        text = module_text(module, inline=True) + "\n"
-        _write_all({target: lambda staged: staged.write_text(text)})
+        write_all({target: module_text(module, inline=True) + "\n"})
         return None
     side = weights_file_for(target)
     if side.resolve() == target.resolve():
@@ -172,35 +171,12 @@ def write_module(module: ModuleOp, path: str | Path, inline: bool = False) -> Pa
             text = str(module) + "\n"
         finally:
             module.attributes.pop(WEIGHTS_ATTR, None)
-        writers: dict[Path, Callable[[Path], object]] = {}
+        files: dict[Path, str | Callable[[Path], object]] = {}
         if found.weights:
-            writers[side] = lambda staged: save_weights(found.weights, staged)
-        writers[target] = lambda staged: staged.write_text(text)
-        _write_all(writers)
+            files[side] = lambda staged: save_weights(found.weights, staged)
+        files[target] = text  # the module last: it names the weights file
+        write_all(files)
     return side if found.weights else None
-
-
-def _write_all(writers: dict[Path, Callable[[Path], object]]) -> None:
-    """Each file written by its writer to a temporary name beside it, then all renamed
-    into place in order."""
-    staged: dict[Path, Path] = {}
-    target = next(iter(writers))
-    try:
-        for target, write in writers.items():
-            fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-            os.close(fd)
-            staged[target] = Path(name)
-            write(staged[target])
-            os.chmod(staged[target], 0o644)
-        for target, temporary in staged.items():
-            temporary.replace(target)
-    except BaseException as error:
-        for temporary in staged.values():
-            temporary.unlink(missing_ok=True)
-        if isinstance(error, OSError) or type(error).__name__ == "SafetensorError":
-            why = error.strerror if isinstance(error, OSError) else str(error).split(": ")[-1]
-            raise GraphfuseError(f"{target}: cannot write: {why}") from None
-        raise
 
 
 _SAFETENSORS_DTYPES = {
@@ -250,7 +226,7 @@ def _element(typ: Attribute) -> str:
 
 def save_weights(weights: dict[str, DenseIntOrFPElementsAttr], path: Path) -> None:
     """Write each weight's raw bytes under its handle, as safetensors."""
-    from safetensors import TensorSpec, serialize_file
+    from safetensors import SafetensorError, TensorSpec, serialize_file
 
     specs: dict[str, Any] = {}
     buffers: list[np.ndarray] = []  # kept alive while serialize_file reads them
@@ -270,7 +246,10 @@ def save_weights(weights: dict[str, DenseIntOrFPElementsAttr], path: Path) -> No
             data_ptr=raw.ctypes.data,
             data_len=raw.nbytes,
         )
-    serialize_file(specs, str(path), metadata={"format": "graphfuse"})
+    try:
+        serialize_file(specs, str(path), metadata={"format": "graphfuse"})
+    except SafetensorError as error:  # an I/O error (a full disk), said its own way
+        raise OSError(errno.EIO, str(error).split(": ")[-1]) from None
 
 
 # ---- reading ------------------------------------------------------------------------------
