@@ -258,7 +258,7 @@ def _compile(module: ModuleOp, args: argparse.Namespace, output: str | None = No
 
 def cmd_compile(args: argparse.Namespace) -> int:
     """Compile a graph file into a shared library, or print one stage with --emit."""
-    from graphfuse.compiler import Stage, lower_to
+    from graphfuse.compiler import MODULE_STAGES, Stage, lower, lower_to
     from graphfuse.outputs import write_all
     from graphfuse.parsing import GraphfuseError
 
@@ -270,12 +270,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
     module = _load(args.file, args.input_shape)
     if args.target == "nvptx" and args.emit is None:
         return _compile_nvptx(module, args)
-    if args.emit is not None:
-        stage = Stage(args.emit)
+    stage = Stage(args.emit)
+    if args.output and stage in MODULE_STAGES:
+        lower(module, stage, _options(args))
+        _write_module(module, args.output, args.inline_weights)
+    else:
         text = lower_to(module, stage, _options(args), inline_weights=args.inline_weights)
-        if args.output and args.emit in _MODULE_STAGES:
-            _write_module(module, args.output, args.inline_weights)
-        elif args.output:
+        if args.output:
             write_all({args.output: text if text.endswith("\n") else text + "\n"})
         else:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -297,10 +298,6 @@ def _compile_library(args: argparse.Namespace) -> int:
     assert isinstance(compiled, CompiledFunction)
     print(f"wrote {output}: {compiled!r}".replace(str(compiled.library_path), output))
     return 0
-
-
-_MODULE_STAGES = frozenset({"graph", "loop", "upstream", "gpu"})
-"""--emit stages that are MLIR modules: written with -o as module and weights file."""
 
 
 def _default_output(args: argparse.Namespace) -> str:

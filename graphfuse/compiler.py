@@ -217,6 +217,24 @@ def fuse(module: ModuleOp, options: CompileOptions, cpu: bool = True) -> None:
     verify(module)
 
 
+MODULE_STAGES = frozenset({Stage.GRAPH, Stage.LOOP, Stage.UPSTREAM, Stage.GPU})
+"""The stages whose text is an MLIR module."""
+
+
+def lower(module: ModuleOp, stage: Stage, options: CompileOptions = CompileOptions()) -> None:
+    """Change the module in place up to `stage` (for LLVM and PTX: up to the module the
+    tools take), printing nothing."""
+    fuse(module, options, cpu=stage not in (Stage.GPU, Stage.PTX))
+    if stage is Stage.GRAPH:
+        return
+    if stage in (Stage.GPU, Stage.PTX):
+        to_gpu(module, options)
+        return
+    _to_loop(module)
+    if stage is not Stage.LOOP:
+        pipelines.run(options.cpu_lowering(), module)
+
+
 def lower_to(
     module: ModuleOp,
     stage: Stage,
@@ -229,27 +247,14 @@ def lower_to(
     handles (shape and name, no bytes; see graphfuse.weights)."""
     if stage is Stage.LLVM:
         check_options(options)
-    fuse(module, options, cpu=stage not in (Stage.GPU, Stage.PTX))
-
-    def text() -> str:
-        with timed("print"):
-            return module_text(module, inline=inline_weights)
-
-    if stage is Stage.GRAPH:
-        return text()
-    if stage in (Stage.GPU, Stage.PTX):
-        to_gpu(module, options)
-        if stage is Stage.GPU:
-            return text()
+    lower(module, stage, options)
+    if stage is Stage.PTX:
         kernels = build_ptx(str(module), options.nvptx)
         return "".join(f"// kernel @{name}\n{ptx}" for name, ptx in kernels.items())
-    _to_loop(module)
-    if stage is Stage.LOOP:
-        return text()
-    pipelines.run(options.cpu_lowering(), module)
-    if stage is Stage.UPSTREAM:
-        return text()
-    return to_llvm_ir(str(module), options.target)
+    if stage is Stage.LLVM:
+        return to_llvm_ir(str(module), options.target)
+    with timed("print"):
+        return module_text(module, inline=inline_weights)
 
 
 def _to_loop(module: ModuleOp, cpu: bool = True) -> None:

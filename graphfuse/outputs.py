@@ -43,7 +43,7 @@ def check_parent_folder(target: Path) -> None:
         raise GraphfuseError(f"{target}: folder {parent} {what}")
 
 
-def write_all(outputs: Mapping[Path, str | Callable[[Path], object]]) -> None:
+def write_all(outputs: Mapping[str | Path, str | Callable[[Path], object]]) -> None:
     """Write every file or none: each goes to a temporary name beside it first (text, or
     a writer called with that name), then all are renamed, in order. A failure leaves the
     files that were there before as they were."""

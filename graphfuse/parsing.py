@@ -50,6 +50,13 @@ def make_context() -> Context:
 class LocatedParser(Parser):
     """An xDSL parser that stamps every op with the file, line and column it starts at."""
 
+    def __init__(self, ctx: Context, text: str, name: str) -> None:
+        super().__init__(ctx, text, name)
+        self.weights: WeightsFile | None = None
+        """Where `dense_resource` handles find their data (graphfuse.weights)."""
+        self.handles: dict[Attribute, str] = {}
+        """The handle each weight read from the weights file was named by."""
+
     def parse_operation(self) -> Operation:
         span = self._current_token.span
         try:
@@ -59,17 +66,14 @@ class LocatedParser(Parser):
             # and the type where one on its line is outside the dialect's element types.
             message = _unsupported_type_at(span) or str(error)
             raise ParseError(span, f"{_op_name_at(span)}{message}") from None
-        if self._handles and op.name == "graph.constant":
-            handle = self._handles.get(op.properties["value"])
+        if self.handles and op.name == "graph.constant":
+            handle = self.handles.get(op.properties["value"])
             if handle is not None:
                 op.attributes[NAME_HINT] = StringAttr(handle)  # printed again by this name
         if not isinstance(op.location, FileLineColLoc):
             line, col = self._line_and_column(span)
             op.location = FileLineColLoc(StringAttr(span.input.name), IntAttr(line), IntAttr(col))
         return op
-
-    weights: WeightsFile | None = None
-    """Where `dense_resource` handles find their data (graphfuse.weights)."""
 
     def _parse_builtin_dense_resource_attr(  # pyright: ignore[reportIncompatibleMethodOverride]
         self,
@@ -96,15 +100,6 @@ class LocatedParser(Parser):
             raise ParseError(at, str(error)) from None
         self.handles[value] = handle
         return value
-
-    @property
-    def handles(self) -> dict[Attribute, str]:
-        """The handle each weight read from the weights file was named by."""
-        if self._handles is None:
-            self._handles = {}
-        return self._handles
-
-    _handles: dict[Attribute, str] | None = None
 
     _line_starts: list[int] | None = None
 

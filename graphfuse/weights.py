@@ -159,7 +159,7 @@ def write_module(module: ModuleOp, path: str | Path, inline: bool = False) -> Pa
     failure leaves the files that were there before, as they were."""
     target = Path(path)
     if inline:
-        write_all({target: module_text(module, inline=True) + "\n"})
+        write_all({path: module_text(module, inline=True) + "\n"})
         return None
     side = weights_file_for(target)
     if side.resolve() == target.resolve():
@@ -171,7 +171,7 @@ def write_module(module: ModuleOp, path: str | Path, inline: bool = False) -> Pa
             text = str(module) + "\n"
         finally:
             module.attributes.pop(WEIGHTS_ATTR, None)
-        files: dict[Path, str | Callable[[Path], object]] = {}
+        files: dict[str | Path, str | Callable[[Path], object]] = {}
         if found.weights:
             files[side] = lambda staged: save_weights(found.weights, staged)
         files[target] = text  # the module last: it names the weights file

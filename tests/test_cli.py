@@ -281,9 +281,14 @@ def test_cli_start_up_leaves_the_interpreters_unloaded() -> None:
         "print(sorted(m for m in sys.modules if m.startswith('xdsl.interpreters') "
         "or m == 'graphfuse.dialects.graph.interpreter'))"
     )
+    assert _printed_by(probe) == "[]"
+
+
+def _printed_by(probe: str) -> str:
+    """What a fresh interpreter running `probe` prints (it must succeed)."""
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "[]"
+    return run.stdout.strip()
 
 
 def test_cli_start_up_imports_neither_xdsl_nor_numpy() -> None:
@@ -297,9 +302,7 @@ def test_cli_start_up_imports_neither_xdsl_nor_numpy() -> None:
         "        cli.main(argv)\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'xdsl', 'numpy'}))"
     )
-    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "[]"
+    assert _printed_by(probe) == "[]"
 
 
 def test_cli_defaults_agree_with_the_compiler() -> None:

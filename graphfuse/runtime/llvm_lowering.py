@@ -105,24 +105,17 @@ def uses_threads(upstream: str, threads: int) -> bool:
     return threads > 1 and "scf.parallel" in upstream
 
 
+def _target_args(target: CpuTarget, level: int) -> list[str]:
+    """What opt and llc both take: the level and the machine."""
+    return [f"-O{level}", f"-mtriple={target.triple}", f"-mcpu={target.resolved_cpu()}"]
+
+
 def opt_args(target: CpuTarget, level: int) -> list[str]:
-    return [
-        f"-O{level}",
-        f"-mtriple={target.triple}",
-        f"-mcpu={target.resolved_cpu()}",
-        "-vector-library=LIBMVEC",
-        "-S",
-    ]
+    return [*_target_args(target, level), "-vector-library=LIBMVEC", "-S"]
 
 
 def llc_args(target: CpuTarget, level: int) -> list[str]:
-    return [
-        f"-O{level}",
-        f"-mtriple={target.triple}",
-        f"-mcpu={target.resolved_cpu()}",
-        "-relocation-model=pic",
-        "-filetype=obj",
-    ]
+    return [*_target_args(target, level), "-relocation-model=pic", "-filetype=obj"]
 
 
 def to_llvm_dialect(upstream: str, threads: int = 1) -> str:
