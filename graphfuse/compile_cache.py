@@ -32,7 +32,7 @@ from typing import Any
 
 from graphfuse.runtime.build import write_atomically
 from graphfuse.runtime.cpu_tools import cache_dir, stage_file, tool_versions
-from graphfuse.weights import named_weights_path
+from graphfuse.weights import HEAD, named_weights_path
 
 FORMAT = "graphfuse-model-1"
 """Changes when what an entry holds changes."""
@@ -106,7 +106,9 @@ def model_key(
         if source.suffix.lower() == ".onnx":
             files += _external_data(source)
         elif source.suffix.lower() == ".mlir":
-            named = named_weights_path(source.read_text(errors="replace"), source.parent)
+            with open(source, "rb") as stream:  # the attribute is at the top (weights.py)
+                head = stream.read(HEAD).decode(errors="replace")
+            named = named_weights_path(head, source.parent)
             files += [named] if named is not None else []
         contents = [_file_digest(f) for f in files]
     except OSError:

@@ -255,6 +255,8 @@ def save_weights(weights: dict[str, DenseIntOrFPElementsAttr], path: Path) -> No
 # ---- reading ------------------------------------------------------------------------------
 
 
+HEAD = 1 << 16
+"""The module's attributes, the weights file among them, come within its first characters."""
 _WEIGHTS_FILE_ATTR = re.compile(r'graphfuse\.weights\s*=\s*"((?:[^"\\]|\\.)*)"')
 _ESCAPE = re.compile(r"\\([0-9A-Fa-f]{2}|.)")
 _ESCAPED = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
@@ -277,14 +279,14 @@ def _unescaped(literal: str) -> str:
 def named_weights_path(text: str, folder: Path) -> Path | None:
     """The weights file a module's text names in its `graphfuse.weights` attribute (at
     the top, where the module's attributes are), in `folder`; None if it names none."""
-    found = _WEIGHTS_FILE_ATTR.search(text, 0, 1 << 16)
+    found = _WEIGHTS_FILE_ATTR.search(text, 0, HEAD)
     return None if found is None else folder / _unescaped(found.group(1))
 
 
 def named_weights_file(text: str, folder: Path | None) -> WeightsFile | None:
     """The weights file a module's text names, opened from `folder`; None if it names
     none."""
-    if _WEIGHTS_FILE_ATTR.search(text, 0, 1 << 16) is None:
+    if _WEIGHTS_FILE_ATTR.search(text, 0, HEAD) is None:
         return None
     if folder is None:
         return MissingWeightsFile("text parsed without its file cannot name a weights file")
