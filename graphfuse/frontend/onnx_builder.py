@@ -117,6 +117,8 @@ class Builder:
         self._constants: dict[int, tuple[Array, SSAValue]] = {}
         self.names: dict[int, tuple[Array, str]] = {}
         """Initializers by id: a constant made of one is printed under its name."""
+        self.inputs: dict[SSAValue, str] = {}
+        """Graph inputs by their block argument, to name one that must be a constant."""
 
     def fail(self, message: str) -> ImportFailure:
         return ImportFailure(f"node {self.node}: {message}")
@@ -151,8 +153,18 @@ class Builder:
         if value is None:
             raise self.fail(f"{what} is missing")
         if isinstance(value, SSAValue):
-            raise self.fail(f"{what} must be known when importing (a constant), not computed")
+            raise self.fail(self.must_be_constant(value, what))
         return [int(v) for v in np.asarray(value).reshape(-1)]
+
+    def must_be_constant(self, value: SSAValue, what: str) -> str:
+        """Why `value` must be known at import, and how to make it so."""
+        name = self.inputs.get(value)
+        if name is None:
+            return f"{what} must be known when importing (a constant), not computed"
+        return (
+            f"{what} comes from graph input '{name}', which must be a constant: bind its "
+            f"value with --constant {name}=V0,V1,... (Python: constants={{'{name}': array}})"
+        )
 
     # ---- ops --------------------------------------------------------------------------
 

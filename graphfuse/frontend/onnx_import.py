@@ -71,13 +71,16 @@ def from_onnx(
     model: Any,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     name: str = "main",
+    constants: Mapping[str, Any] | None = None,
 ) -> ModuleOp:
     """An ONNX model as a verified graph-dialect module.
 
     `model` is an onnx.ModelProto, its serialized bytes or the path of an .onnx file;
     anything else, and any model graphfuse cannot import, is an ImportFailure.
+    `constants` binds graph inputs to values known now (axes, shapes or pads a model takes
+    as inputs): they are folded in and leave the function's arguments.
     """
-    importer = _Importer(as_model(model), dict(input_shapes or {}))
+    importer = _Importer(as_model(model), dict(input_shapes or {}), dict(constants or {}))
     return importer.run(name)
 
 
@@ -89,10 +92,13 @@ def _hint(name: str) -> str | None:
 
 
 class _Importer:
-    def __init__(self, model: Any, input_shapes: dict[str, Sequence[int]]) -> None:
+    def __init__(
+        self, model: Any, input_shapes: dict[str, Sequence[int]], constants: dict[str, Any]
+    ) -> None:
         self.model = model
         self.graph = model.graph
         self.input_shapes = input_shapes
+        self.constants = constants
         self.values: dict[str, Value] = {}
         self.unsupported: dict[str, list[str]] = {}
         self.poisoned: set[str] = set()
@@ -134,20 +140,52 @@ class _Importer:
     def _add_inputs(self) -> list[Attribute]:
         arguments = [i for i in self.graph.input if i.name not in self.values]
         names = {i.name for i in arguments}  # not initializers listed as inputs too
-        for bound in self.input_shapes:
-            if bound not in names:
-                raise ImportFailure(
-                    f"--input-shape names '{bound}', which is not a model input "
-                    f"(inputs: {', '.join(sorted(names))})"
-                )
+        for option, bindings in (
+            ("--input-shape", self.input_shapes),
+            ("--constant", self.constants),
+        ):
+            for bound in bindings:
+                if bound not in names:
+                    raise ImportFailure(
+                        f"{option} names '{bound}', which is not a model input "
+                        f"(inputs: {', '.join(sorted(names))})"
+                    )
         types: list[Attribute] = []
         for graph_input in arguments:
+            if graph_input.name in self.constants:
+                self.values[graph_input.name] = self._constant_input(graph_input)
+                continue
             typ = TensorType(_input_element(graph_input), self._input_shape(graph_input))
             types.append(typ)
             argument = self.block.insert_arg(typ, len(self.block.args))
             argument.name_hint = _hint(graph_input.name)
             self.values[graph_input.name] = argument
+            self.builder.inputs[argument] = graph_input.name
         return types
+
+    def _constant_input(self, graph_input: Any) -> Array:
+        """A graph input bound by `constants`, as an array of its declared type and shape."""
+        from onnx import helper
+
+        name, tensor_type = graph_input.name, graph_input.type.tensor_type
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type))
+        try:
+            array = np.asarray(self.constants[name]).astype(dtype)
+        except (TypeError, ValueError) as error:
+            raise ImportFailure(f"--constant {name}: not a {dtype} array ({error})") from None
+        if tensor_type.HasField("shape"):
+            declared = [
+                d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim
+            ]
+            if len(declared) != array.ndim or any(
+                d is not None and d != s for d, s in zip(declared, array.shape, strict=True)
+            ):
+                shown = "x".join("?" if d is None else str(d) for d in declared)
+                raise ImportFailure(
+                    f"--constant {name}: shape {'x'.join(map(str, array.shape))} does not fit "
+                    f"the declared shape {shown}"
+                )
+        return array
 
     def _input_shape(self, graph_input: Any) -> list[int]:
         name, tensor_type = graph_input.name, graph_input.type.tensor_type

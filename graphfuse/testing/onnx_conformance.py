@@ -1,0 +1,432 @@
+"""ONNX's own backend conformance suite (the node cases of `onnx.backend.test`) run on graphfuse.
+
+The installed `onnx` wheel ships the generators of its node cases, not their data files, so
+this runner builds the cases with `onnx.backend.test.case.node.collect_testcases` (the same
+models, inputs and expected outputs the data files hold) and runs data set 0 of every case
+whose inputs and outputs are tensors, as onnxruntime's and onnx-mlir's CI do:
+
+- import the model with `graphfuse.from_onnx`, binding the inputs the importer needs as
+  constants (axes, shapes, pads given as graph inputs) to the case's values, as a JIT
+  specialises on them;
+- compile it for the CPU (`--mode compile`, the default) or run the reference interpreter
+  on the imported module (`--mode interpret`, seconds instead of minutes, for development);
+- compare every output with the expected one: same shape and dtype, values within the
+  case's rtol/atol (NaN where NaN is expected).
+
+Each case ends as one of: pass; refused (a graphfuse diagnostic: an op, type or shape it
+does not support, named); excluded (listed in EXCLUDED with the reason, never run); wrong
+(numbers, shape or dtype differ); crash (an exception that is not a diagnostic, or the
+worker process died). The suite's targets are about passes, wrong results and crashes.
+
+Cases run in worker processes (`--jobs`, default the machine's cores) so that a crash in
+compiled code takes one case, not the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+EXCLUDED: dict[str, str] = {
+    # Data-dependent output shapes: the output's shape depends on the input's values.
+    r"test_nonzero_.*": "NonZero's output shape depends on the input values",
+    r"test_unique_.*": "Unique's output shape depends on the input values",
+    r"test_nonmaxsuppression_.*": "NonMaxSuppression's output shape depends on the inputs",
+    r"test_compress_.*": "Compress's output shape depends on the condition's values",
+    # Random outputs: no expected values to compare.
+    r"test_bernoulli.*": "Bernoulli draws random numbers: no fixed expected output",
+    r"test_dropout_.*(training|mask).*": "Dropout in training mode draws random numbers",
+    r"test_training_dropout.*": "Dropout in training mode draws random numbers",
+    # Strings: graphfuse's tensors are numbers.
+    r"test_(string|regex|strnorm|lexicographic).*": "string tensors are not supported",
+    r"test_(equal|concat)_string.*": "string tensors are not supported",
+    r"test_cast_.*STRING.*|test_castlike_.*STRING.*": "string tensors are not supported",
+    r"test_ai_onnx_ml_.*": "ai.onnx.ml (classic ML) ops are out of scope",
+}
+"""Case-name patterns never run, each with the reason (matched with re.fullmatch)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One node case: data set 0 of an onnx.backend.test node test case."""
+
+    name: str
+    op_type: str
+    model: Any
+    inputs: tuple[np.ndarray, ...]
+    outputs: tuple[np.ndarray, ...]
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    op_type: str
+    status: str  # pass | refused | excluded | wrong | crash
+    detail: str
+    seconds: float
+
+
+def _is_tensor(value: Any) -> bool:
+    return isinstance(value, np.ndarray)
+
+
+@cache
+def all_cases() -> dict[str, Case]:
+    """Every tensor node case by name, in the suite's order."""
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            from onnx.backend.test.case.node import collect_testcases
+
+            raw = collect_testcases(None)
+    op_of: dict[str, str] = {}
+    for case in raw:
+        nodes = case.model.graph.node
+        if not case.name.endswith("_expanded") and nodes:
+            op_of[case.name] = nodes[-1].op_type
+    cases: dict[str, Case] = {}
+    for case in raw:
+        if not case.data_sets:
+            continue
+        inputs, outputs = case.data_sets[0]
+        if not all(_is_tensor(v) for v in [*inputs, *outputs]):
+            continue
+        base = case.name.removesuffix("_expanded")
+        nodes = case.model.graph.node
+        op_type = op_of.get(base) or (nodes[-1].op_type if nodes else "?")
+        cases[case.name] = Case(
+            case.name,
+            op_type,
+            case.model,
+            tuple(inputs),
+            tuple(outputs),
+            float(case.rtol),
+            float(case.atol),
+        )
+    return cases
+
+
+def exclusion(name: str) -> str | None:
+    for pattern, reason in EXCLUDED.items():
+        if re.fullmatch(pattern, name):
+            return reason
+    return None
+
+
+# ---- running one case ---------------------------------------------------------------------
+
+
+def _user_array(value: np.ndarray) -> np.ndarray:
+    """ONNX's test data as graphfuse takes it: bfloat16 (ml_dtypes) travels as float32."""
+    if value.dtype.name == "bfloat16":
+        return value.astype(np.float32)
+    return value
+
+
+def _compare(got: Sequence[np.ndarray], case: Case) -> str | None:
+    """Why the results differ from the expected ones, or None."""
+    if len(got) != len(case.outputs):
+        return f"{len(got)} outputs, expected {len(case.outputs)}"
+    for index, (actual, expected) in enumerate(zip(got, case.outputs, strict=True)):
+        actual = np.asarray(actual)
+        if actual.shape != expected.shape:
+            return f"output #{index}: shape {actual.shape}, expected {expected.shape}"
+        want_dtype = _user_array(expected).dtype
+        if actual.dtype != want_dtype:
+            return f"output #{index}: dtype {actual.dtype}, expected {want_dtype}"
+        want = _user_array(expected)
+        if want.dtype.kind in "biu":
+            if not np.array_equal(actual, want):
+                bad = int(np.sum(actual != want))
+                return f"output #{index}: {bad} of {want.size} elements differ"
+            continue
+        a64, w64 = actual.astype(np.float64), want.astype(np.float64)
+        with np.errstate(all="ignore"):
+            close = np.isclose(a64, w64, rtol=case.rtol, atol=case.atol, equal_nan=True)
+        if not close.all():
+            worst = int(np.argmax(~close.reshape(-1)))
+            return (
+                f"output #{index}: {int(np.sum(~close))} of {want.size} elements differ "
+                f"(e.g. {a64.reshape(-1)[worst]!r} vs {w64.reshape(-1)[worst]!r})"
+            )
+    return None
+
+
+def _constant_inputs(model: Any, message: str) -> list[str]:
+    """The graph inputs a refusal asks to bind as constants (named in the message)."""
+    names = [i.name for i in model.graph.input]
+    return [n for n in names if f"'{n}'" in message and "constant" in message]
+
+
+def run_case(case: Case, mode: str) -> Outcome:
+    """Import, build and run one case; never raises."""
+    from graphfuse.parsing import GraphfuseError
+
+    start = time.perf_counter()
+
+    def done(status: str, detail: str = "") -> Outcome:
+        return Outcome(case.name, case.op_type, status, detail, time.perf_counter() - start)
+
+    reason = exclusion(case.name)
+    if reason is not None:
+        return done("excluded", reason)
+    try:
+        got = _execute(case, mode)
+    except GraphfuseError as error:
+        return done("refused", str(error).splitlines()[0] if str(error) else type(error).__name__)
+    except Exception as error:  # anything else is a crash to report
+        return done("crash", f"{type(error).__name__}: {str(error).splitlines()[:1]}")
+    difference = _compare(got, case)
+    return done("wrong", difference) if difference else done("pass")
+
+
+def _execute(case: Case, mode: str) -> list[np.ndarray]:
+    import graphfuse
+    from graphfuse.dialects.graph import interpreter
+    from graphfuse.parsing import GraphfuseError
+
+    names = [i.name for i in case.model.graph.input]
+    feeds = dict(zip(names, case.inputs, strict=False))
+    constants: dict[str, np.ndarray] = {}
+    while True:
+        try:
+            module = graphfuse.from_onnx(case.model, constants=constants)
+            break
+        except GraphfuseError as error:
+            wanted = [n for n in _constant_inputs(case.model, str(error)) if n not in constants]
+            if not wanted:
+                raise
+            constants.update({n: feeds[n] for n in wanted})
+    arrays = [_user_array(feeds[n]) for n in names if n not in constants]
+    if mode == "interpret":
+        return list(interpreter.run(module, "main", *arrays))
+    compiled = graphfuse.compile(module)
+    result = compiled(*arrays)
+    return list(result) if isinstance(result, tuple) else [result]
+
+
+# ---- running many, in workers ---------------------------------------------------------------
+
+
+def _worker(mode: str) -> None:
+    """Read case names on stdin, write one JSON outcome per line on stdout."""
+    cases = all_cases()
+    out = sys.stdout
+    sys.stdout = sys.stderr  # stray prints must not corrupt the protocol
+    for line in sys.stdin:
+        name = line.strip()
+        if not name:
+            continue
+        outcome = run_case(cases[name], mode)
+        out.write(json.dumps(outcome.__dict__) + "\n")
+        out.flush()
+
+
+def run_cases(  # noqa: C901 - one scheduling loop over worker pipes
+    names: Sequence[str], mode: str = "compile", jobs: int | None = None, timeout: float = 300
+) -> Iterator[Outcome]:
+    """Run cases in `jobs` worker processes; yields outcomes as they finish."""
+    cases = all_cases()
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(names)))
+    pending = collections.deque(names)
+    import selectors
+
+    selector = selectors.DefaultSelector()
+    running: dict[Any, tuple[subprocess.Popen[str], str, float]] = {}
+
+    def start_one() -> None:
+        if not pending:
+            return
+        name = pending.popleft()
+        reason = exclusion(name)
+        if reason is not None:
+            finished.append(Outcome(name, cases[name].op_type, "excluded", reason, 0.0))
+            start_one()
+            return
+        process = subprocess.Popen(
+            [sys.executable, "-m", "graphfuse.testing.onnx_conformance", "--worker", mode],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        feed(process, name)
+
+    def feed(process: subprocess.Popen[str], name: str) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(name + "\n")
+        process.stdin.flush()
+        running[process.stdout] = (process, name, time.monotonic())
+        selector.register(process.stdout, selectors.EVENT_READ)
+
+    finished: list[Outcome] = []
+    for _ in range(jobs):
+        start_one()
+    while running or finished:
+        while finished:
+            yield finished.pop()
+        if not running:
+            break
+        events = selector.select(timeout=5)
+        for key, _ in events:
+            stream = key.fileobj
+            process, name, began = running.pop(stream)
+            selector.unregister(stream)
+            line = process.stdout.readline() if process.stdout else ""
+            if line:
+                yield Outcome(**json.loads(line))
+                while pending and exclusion(pending[0]) is not None:
+                    skipped = pending.popleft()
+                    yield Outcome(
+                        skipped, cases[skipped].op_type, "excluded", exclusion(skipped) or "", 0.0
+                    )
+                if pending:
+                    feed(process, pending.popleft())
+                else:
+                    _stop(process)
+            else:
+                code = process.wait()
+                yield Outcome(
+                    name,
+                    cases[name].op_type,
+                    "crash",
+                    f"worker died (exit {code})",
+                    time.monotonic() - began,
+                )
+                start_one()
+        now = time.monotonic()
+        for stream, (process, name, began) in list(running.items()):
+            if now - began > timeout:
+                running.pop(stream)
+                selector.unregister(stream)
+                process.kill()
+                process.wait()
+                yield Outcome(
+                    name,
+                    cases[name].op_type,
+                    "crash",
+                    f"timed out after {timeout:.0f} s",
+                    now - began,
+                )
+                start_one()
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    if process.stdin:
+        process.stdin.close()
+    process.wait()
+
+
+# ---- the report ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Summary:
+    cases: int
+    passed: int
+    op_types: int
+    passing_op_types: int
+    by_status: dict[str, int]
+
+    def line(self) -> str:
+        rate = 100.0 * self.passed / max(self.cases, 1)
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.by_status.items()))
+        return (
+            f"ONNX backend node suite: {self.passed}/{self.cases} tensor cases pass "
+            f"({rate:.1f}%), {self.passing_op_types}/{self.op_types} op types with a passing "
+            f"case ({counts})"
+        )
+
+
+def summarize(outcomes: Sequence[Outcome]) -> Summary:
+    by_status = collections.Counter(o.status for o in outcomes)
+    return Summary(
+        cases=len(outcomes),
+        passed=by_status["pass"],
+        op_types=len({o.op_type for o in outcomes}),
+        passing_op_types=len({o.op_type for o in outcomes if o.status == "pass"}),
+        by_status=dict(by_status),
+    )
+
+
+def report(outcomes: Sequence[Outcome]) -> str:
+    """The summary line, then every case that did not pass, grouped by status and reason."""
+    lines = [summarize(outcomes).line()]
+    for status in ("crash", "wrong", "refused", "excluded"):
+        chosen = [o for o in outcomes if o.status == status]
+        if not chosen:
+            continue
+        lines.append(f"\n{status} ({len(chosen)}):")
+        by_reason: dict[str, list[str]] = collections.defaultdict(list)
+        for o in chosen:
+            reason = o.detail if status != "refused" else _reason_key(o.detail)
+            by_reason[reason].append(o.name)
+        for reason, names in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+            shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+            lines.append(f"  {len(names):4d}  {reason}\n        {shown}")
+    return "\n".join(lines)
+
+
+def _reason_key(detail: str) -> str:
+    """A refusal's reason without the node names, so like refusals group together."""
+    detail = re.sub(
+        r"\(([^()]*)\)",
+        lambda m: (
+            "(...)" if "," in m.group(1) or re.fullmatch(r"[\w.\-/:#]+", m.group(1)) else m.group(0)
+        ),
+        detail,
+    )
+    detail = re.sub(r"node [^ ]+ ", "node N ", detail)
+    return re.sub(r"'[^']*'", "'...'", detail)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m graphfuse.testing.onnx_conformance",
+        description="Run ONNX's backend node conformance suite on graphfuse.",
+    )
+    parser.add_argument("--worker", metavar="MODE", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=("compile", "interpret"), default="compile")
+    parser.add_argument("-k", "--filter", default="", help="only cases whose name matches")
+    parser.add_argument("-j", "--jobs", type=int, default=None)
+    parser.add_argument("--json", metavar="FILE", help="write every outcome to FILE")
+    args = parser.parse_args(argv)
+    if args.worker:
+        _worker(args.worker)
+        return 0
+    names = [n for n in all_cases() if re.search(args.filter, n)]
+    outcomes: list[Outcome] = []
+    for count, outcome in enumerate(run_cases(names, args.mode, args.jobs), 1):
+        outcomes.append(outcome)
+        if sys.stderr.isatty():
+            print(f"\r{count}/{len(names)} {outcome.name[:60]:60}", end="", file=sys.stderr)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    order = {n: i for i, n in enumerate(names)}
+    outcomes.sort(key=lambda o: order[o.name])
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump([o.__dict__ for o in outcomes], out, indent=0)
+    print(report(outcomes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
