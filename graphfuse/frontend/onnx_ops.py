@@ -8,8 +8,23 @@ equivalent (a negative Slice step, Conv with auto_pad on a non-2-D input, ...) t
 converter says so naming the node.
 """
 
-from graphfuse.frontend import onnx_compound, onnx_elementwise, onnx_nn, onnx_tensor
+from graphfuse.frontend import (
+    onnx_compound,
+    onnx_elementwise,
+    onnx_nn,
+    onnx_recurrent,
+    onnx_signal,
+    onnx_tensor,
+)
 from graphfuse.frontend.onnx_convert import CONVERTERS
 
 # Importing the families fills CONVERTERS.
-__all__ = ["CONVERTERS", "onnx_compound", "onnx_elementwise", "onnx_nn", "onnx_tensor"]
+__all__ = [
+    "CONVERTERS",
+    "onnx_compound",
+    "onnx_elementwise",
+    "onnx_nn",
+    "onnx_recurrent",
+    "onnx_signal",
+    "onnx_tensor",
+]

@@ -1,0 +1,3 @@
+"""ONNX signal-processing operators (DFT, STFT, window functions) as graph ops."""
+
+from __future__ import annotations
