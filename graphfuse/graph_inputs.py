@@ -43,13 +43,17 @@ def check_function(function: func.FuncOp) -> None:
     """A function whose arguments, results and values are all supported tensors (a
     declaration is checked where it is run: `check_entry`)."""
     name = f"@{function.sym_name.data}"
+    # An empty argument or result holds no data; the importer folds what is computed from
+    # one (a reduction over an empty set is a constant), so only ops' values must be
+    # non-empty (an empty constant, returned as it is, is no computation either).
     for index, typ in enumerate(function.function_type.inputs.data):
-        _check_type(typ, f"{location_of(function)}: {name} argument #{index}")
+        _check_type(typ, f"{location_of(function)}: {name} argument #{index}", empty=True)
     for index, typ in enumerate(function.function_type.outputs.data):
-        _check_type(typ, f"{location_of(function)}: {name} result #{index}")
+        _check_type(typ, f"{location_of(function)}: {name} result #{index}", empty=True)
     for op in function.body.walk():
         for index, result in enumerate(op.results):
-            _check_type(result.type, _op_where(op, index))
+            empty = op.name == "graph.constant"
+            _check_type(result.type, _op_where(op, index), empty)
 
 
 def check_entry(function: func.FuncOp) -> func.FuncOp:
@@ -66,14 +70,15 @@ def _op_where(op: Operation, index: int) -> str:
     return f"{location_of(op)}: '{op.name}' op result #{index}"
 
 
-def _check_type(typ: Attribute, where: str) -> None:
-    problem = type_problem(typ)
+def _check_type(typ: Attribute, where: str, empty: bool = False) -> None:
+    problem = type_problem(typ, empty)
     if problem is not None:
         raise GraphfuseError(f"{where} {problem}")
 
 
-def type_problem(typ: Attribute) -> str | None:
-    """Why graphfuse cannot take a value of this type, or None."""
+def type_problem(typ: Attribute, empty: bool = False) -> str | None:
+    """Why graphfuse cannot take a value of this type (`empty`: a zero-size one is fine),
+    or None."""
     if not isinstance(typ, TensorType):
         return f"has type {typ}: graphfuse takes ranked tensors only"
     shape = typ.get_shape()
@@ -83,7 +88,7 @@ def type_problem(typ: Attribute) -> str | None:
                 f"has a dynamic dimension (#{dim} of {typ}): graphfuse compiles static "
                 "shapes only (an ONNX model's dimensions are bound by --input-shape)"
             )
-        if size == 0:
+        if size == 0 and not empty:
             return f"is empty (dimension #{dim} of {typ} is 0): empty tensors are not supported"
     element = cast(TensorType[Attribute], typ).get_element_type()
     if not _supported_element(element):

@@ -184,7 +184,7 @@ class Builder:
             raise ImportFailure(f"{where}: element type {element} is not supported by {op.name}")
         for index, result in enumerate(op.results):
             shape = graph.tensor_type_of(result).get_shape()
-            if 0 in shape:
+            if 0 in shape and not isinstance(op, graph.ConstantOp):  # a constant: no work
                 raise ImportFailure(
                     f"{where}: result #{index} would be empty ({rules.format_shape(shape)}); "
                     "graphfuse does not support empty tensors"
@@ -204,6 +204,8 @@ class Builder:
         values = [self.tensor(v) for v in operands]
         if element is None:
             element = graph.tensor_type_of(values[0]).get_element_type()
+        if 0 in shape:  # an empty result holds no data: it is known, whatever computes it
+            return self.tensor(np.zeros(shape, numpy_dtype(element)))
         op = op_type.create(
             operands=values,
             result_types=[TensorType(element, list(shape))],

@@ -19,7 +19,8 @@ from typing import Any, cast
 from graphfuse.frontend.onnx_builder import ImportFailure
 
 MIN_OPSET = 13
-"""Oldest default-domain opset the converters follow (older models need re-exporting)."""
+"""Oldest default-domain opset the converters follow; older models are converted to it
+with onnx.version_converter first."""
 STANDARD_DOMAINS = ("", "ai.onnx")
 
 
@@ -28,8 +29,7 @@ def as_model(model: object) -> Any:
     import onnx
 
     if isinstance(model, onnx.ModelProto):
-        check_structure(model, "the model")
-        return model
+        return check_structure(model, "the model")
     if isinstance(model, bytes | bytearray | memoryview):
         # A string: memoryview is not subscriptable at run time before Python 3.12.
         serialized = cast("bytes | bytearray | memoryview[int]", model)
@@ -53,12 +53,12 @@ def load_model(path: str | Path) -> Any:
         data = path.read_bytes()
     except OSError as error:
         raise ImportFailure(f"{path}: cannot read ({error.strerror})") from None
-    model = _parse(data, str(path))
+    model = _parse(data, str(path), convert=False)
     _load_external_data(model, path)
-    return model
+    return upgrade_opset(model, str(path))
 
 
-def _parse(data: bytes, where: str) -> Any:
+def _parse(data: bytes, where: str, convert: bool = True) -> Any:
     """Deserialize a ModelProto. Protobuf accepts many byte strings that are no model
     (unknown fields are kept), so a model without a graph is refused here too."""
     import onnx
@@ -69,8 +69,7 @@ def _parse(data: bytes, where: str) -> Any:
         model.ParseFromString(data)
     except (DecodeError, ValueError, RuntimeError) as error:
         raise ImportFailure(f"{where}: not a readable ONNX model ({_first_line(error)})") from None
-    check_structure(model, where)
-    return model
+    return check_structure(model, where, convert)
 
 
 def _load_external_data(model: Any, path: Path) -> None:
@@ -100,8 +99,9 @@ def _first_line(error: BaseException) -> str:
 # ---- structure ----------------------------------------------------------------------------
 
 
-def check_structure(model: Any, where: str) -> None:
-    """What every later step assumes of the model as a whole; see the module docstring."""
+def check_structure(model: Any, where: str, convert: bool = True) -> Any:
+    """What every later step assumes of the model as a whole (see the module docstring);
+    returns the model, converted to opset MIN_OPSET when it is older (`convert`)."""
     if not model.HasField("graph") or not model.graph.output:
         raise ImportFailure(f"{where}: not an ONNX model (no graph, or a graph without outputs)")
     _check_opset(model)
@@ -110,6 +110,7 @@ def check_structure(model: Any, where: str) -> None:
         _check_input_type(graph_input)
     for value in [*model.graph.output, *model.graph.value_info]:
         _check_tensor_valued(value, "value")
+    return upgrade_opset(model, where) if convert else model
 
 
 def _check_opset(model: Any) -> None:
@@ -119,11 +120,25 @@ def _check_opset(model: Any) -> None:
             f"the model imports no default-domain (ai.onnx) opset; graphfuse reads opset "
             f"{MIN_OPSET} and later"
         )
-    if min(versions) < MIN_OPSET:
+
+
+def upgrade_opset(model: Any, where: str) -> Any:
+    """A model older than opset MIN_OPSET, converted to it by onnx.version_converter (the
+    adapters ONNX maintains for every op change: Split's, Squeeze's and the reductions'
+    axes as inputs, Resize's and Pad's new operands, ...); newer models as they are."""
+    version = min(o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS)
+    if version >= MIN_OPSET:
+        return model
+    from onnx import version_converter
+
+    try:
+        return version_converter.convert_version(model, MIN_OPSET)
+    except Exception as error:  # the converter raises RuntimeError, ValueError, ...
         raise ImportFailure(
-            f"the model uses opset {min(versions)}; graphfuse reads opset {MIN_OPSET} and "
-            "later (re-export with a newer opset)"
-        )
+            f"{where}: uses opset {version} and onnx.version_converter cannot bring it to "
+            f"opset {MIN_OPSET} ({_first_line(error)}); re-export it with opset "
+            f"{MIN_OPSET} or later"
+        ) from None
 
 
 def _check_single_assignment(graph: Any) -> None:

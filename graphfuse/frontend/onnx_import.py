@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from graphfuse.dialects.graph.elements import numpy_dtype
 from graphfuse.frontend.onnx_builder import (
     Array,
     Builder,
@@ -33,6 +34,7 @@ from graphfuse.frontend.onnx_builder import (
     shape_of,
 )
 from graphfuse.frontend.onnx_checks import (
+    MIN_OPSET,
     STANDARD_DOMAINS,
     as_model,
     load_model,
@@ -104,6 +106,8 @@ class _Importer:
         self.poisoned: set[str] = set()
         self.block = Block()
         self.builder = Builder(self.block)
+        self.expansions = 0
+        self.opset_override: dict[str, int] | None = None
 
     def run(self, name: str) -> ModuleOp:
         self._load_initializers()
@@ -161,6 +165,13 @@ class _Importer:
             argument.name_hint = _hint(graph_input.name)
             self.values[graph_input.name] = argument
             self.builder.inputs[argument] = graph_input.name
+            if 0 in typ.get_shape():
+                # An empty tensor holds no data: its value is known, and what is computed
+                # from it folds at import (a reduction over an empty set, a concat with
+                # an empty part). The argument stays, so the signature is the model's.
+                self.values[graph_input.name] = np.zeros(
+                    typ.get_shape(), numpy_dtype(typ.get_element_type())
+                )
         return types
 
     def _constant_input(self, graph_input: Any) -> Array:
@@ -198,11 +209,6 @@ class _Importer:
             )
         else:
             shape = _declared_shape(name, tensor_type.shape.dim)
-        if 0 in shape:
-            raise ImportFailure(
-                f"input '{name}' has a zero-size dimension #{shape.index(0)} (shape "
-                f"{'x'.join(map(str, shape))}); graphfuse does not support empty tensors"
-            )
         return shape
 
     # ---- nodes ------------------------------------------------------------------------
@@ -221,6 +227,11 @@ class _Importer:
         inputs = self._inputs_of(node, label)
         if self._fold(node, inputs, label):
             return
+        if converter is None and node.domain in STANDARD_DOMAINS:
+            body = self._function_body(node, inputs, label)
+            if body is not None:
+                self._expand(node, *body, label)
+                return
         if converter is None:
             self._unsupported(node, label)
             self.poisoned.update(node.output)
@@ -237,6 +248,111 @@ class _Importer:
                 f"node {label} ({node.op_type}): malformed node ({type(error).__name__}: {error})"
             ) from None
         self._record(node.output, outputs)
+
+    # ---- ONNX functions -----------------------------------------------------------------
+
+    def _function_body(
+        self, node: Any, inputs: list[Value | None], label: str
+    ) -> tuple[Any, dict[str, Any]] | None:
+        """The FunctionProto ONNX defines `node`'s op by, at the model's opset, and the
+        defaults of the op's attributes, or None (Elu, Selu,
+        HardSwish, Reduce{L1,L2,LogSum,...}, CastLike, RMSNormalization, Attention,
+        RotaryEmbedding, GroupNormalization ...), or None. Context-dependent bodies are
+        built for the node's attributes and its inputs' element types and shapes."""
+        from onnx import FunctionProto, TypeProto, defs, helper
+
+        version = self._opsets().get("", MIN_OPSET)
+        try:
+            schema = defs.get_schema(node.op_type, version, "")
+        except defs.SchemaError:
+            return None
+        body = FunctionProto()
+        if schema.has_function:
+            chosen = _body_version(schema.function_opset_versions, version)
+            body.ParseFromString(schema.get_function_with_opset_version(chosen))
+            return body, _attribute_defaults(schema)
+        if not schema.has_context_dependent_function:
+            return None
+        types: list[bytes] = []
+        for value in inputs:
+            if value is None:
+                types.append(TypeProto().SerializeToString())
+                continue
+            dtype = numpy_dtype(element_of(value, f"node {label}"))
+            element = helper.np_dtype_to_tensor_dtype(dtype)
+            types.append(
+                helper.make_tensor_type_proto(element, shape_of(value)).SerializeToString()
+            )
+        try:
+            serialized = schema.get_context_dependent_function_with_opset_version(
+                _body_version(schema.context_dependent_function_opset_versions, version),
+                node.SerializeToString(),
+                types,
+            )
+        except Exception as error:  # onnx's builders raise on inputs they do not cover
+            raise ImportFailure(
+                f"node {label} ({node.op_type}): ONNX cannot build its function body "
+                f"({str(error).splitlines()[0] if str(error) else type(error).__name__})"
+            ) from None
+        if not serialized:
+            return None
+        body.ParseFromString(serialized)
+        return body, _attribute_defaults(schema)
+
+    def _expand(self, node: Any, body: Any, defaults: dict[str, Any], label: str) -> None:
+        """Convert the nodes of `node`'s function body in its place: formal inputs and
+        outputs renamed to the node's, the body's own tensors to names no other node uses,
+        attribute references bound to the node's attributes or the function's defaults.
+        The body's nodes fold, convert or expand further like any other node, so the
+        function's primitives reach the graph and fuse with their neighbours."""
+        from onnx import AttributeProto, NodeProto
+
+        self.expansions += 1
+        prefix = f"{label}/{node.op_type}#{self.expansions}/"
+        renamed = dict(zip(body.input, node.input, strict=False))
+        renamed.update(zip(body.output, node.output, strict=False))
+        given = {a.name: a for a in node.attribute}
+        defaults = {**defaults, **{a.name: a for a in body.attribute_proto}}
+
+        def name(internal: str) -> str:
+            if not internal:
+                return ""
+            return renamed.get(internal, prefix + internal)
+
+        opsets = {o.domain or "": o.version for o in body.opset_import}
+        saved = self.opset_override
+        self.opset_override = opsets or None
+        try:
+            for index, inner in enumerate(body.node):
+                copy = NodeProto()
+                copy.CopyFrom(inner)
+                del copy.input[:]
+                del copy.output[:]
+                del copy.attribute[:]
+                copy.input.extend(name(i) for i in inner.input)
+                copy.output.extend(name(o) for o in inner.output)
+                copy.name = f"{prefix}{inner.name or inner.op_type + str(index)}"
+                for attribute in inner.attribute:
+                    if attribute.ref_attr_name:
+                        bound = given.get(attribute.ref_attr_name)
+                        bound = bound or defaults.get(attribute.ref_attr_name)
+                        if bound is None:
+                            continue
+                        value = AttributeProto()
+                        value.CopyFrom(bound)
+                        value.name = attribute.name
+                        copy.attribute.append(value)
+                    else:
+                        copy.attribute.append(attribute)
+                self._convert(copy, index)
+        finally:
+            self.opset_override = saved
+        missing = [o for o in node.output if o and o not in self.values]
+        if missing and not any(o in self.poisoned for o in node.output):
+            raise ImportFailure(
+                f"node {label} ({node.op_type}): its function body does not compute "
+                f"{', '.join(missing)}"
+            )
 
     def _record(self, names: Sequence[str], outputs: Sequence[Value]) -> None:
         for output_name, value in zip(names, outputs, strict=False):
@@ -300,6 +416,9 @@ class _Importer:
         return True
 
     def _opsets(self) -> dict[str, int]:
+        """The opsets in force: the model's, or those of the function body converted."""
+        if self.opset_override is not None:
+            return self.opset_override
         return {o.domain or "": o.version for o in self.model.opset_import}
 
     # ---- results ----------------------------------------------------------------------
@@ -355,6 +474,23 @@ class _Importer:
                 node = self.builder.origin.get(op)
                 where = f"node {node}" if node is not None else "the imported function"
                 raise ImportFailure(f"{where} ({op.name}): {error}") from None
+
+
+def _attribute_defaults(schema: Any) -> dict[str, Any]:
+    """The schema's default of each attribute of its op (a function body refers to them
+    by name when the node leaves them out)."""
+    return {
+        name: attribute.default_value
+        for name, attribute in schema.attributes.items()
+        if attribute.default_value.type
+    }
+
+
+def _body_version(versions: Sequence[int], opset: int) -> int:
+    """Which of an op's function bodies to use: ONNX writes a body in the ops of some opset
+    (Elu-6's in opset 18's); the newest one not newer than the model, else the oldest."""
+    older = [v for v in versions if v <= opset]
+    return max(older) if older else min(versions)
 
 
 def _folded_tensor(value: Any, node: Any, label: str) -> np.ndarray:

@@ -9,6 +9,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+import graphfuse
 from graphfuse.cli import main
 from graphfuse.frontend.onnx_builder import ImportFailure
 from graphfuse.frontend.onnx_import import from_onnx, parse_input_shapes
@@ -197,12 +198,21 @@ def test_input_shape_option_values_are_checked(
         from_onnx(str(path), {"x": [0, 3]})
 
 
-def test_empty_tensors_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = tmp_path / "empty.onnx"
-    onnx.save(_relu_model(np.zeros((0, 3), np.float32)), str(path))
-    err = _every_command_fails(capsys, tmp_path, path)
-    assert "input 'x' has a zero-size dimension #0 (shape 0x3); graphfuse does not support" in err
-    x = np.zeros((2, 3), np.float32)
+def test_empty_tensors_fold_to_known_values() -> None:
+    """An empty tensor holds no data, so what is computed from one is known at import:
+    a reduction over an empty set is its identity, an empty result an empty constant. The
+    argument stays, so the function's signature is the model's."""
+    empty = np.zeros((2, 0, 4), np.float32)
+    reduced = model(
+        [node("ReduceSum", ["x"], ["y"], keepdims=1), node("Relu", ["x"], ["z"])],
+        {"x": empty},
+        {"y": (F, [1, 1, 1]), "z": (F, [2, 0, 4])},
+    )
+    compiled = graphfuse.compile(from_onnx(reduced))
+    y, z = compiled(empty)
+    np.testing.assert_array_equal(y, np.zeros((1, 1, 1), np.float32))
+    assert z.shape == (2, 0, 4)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
     one = np.array([1], np.int64)
     sliced = model(
         [node("Slice", ["x", "one", "one"], ["y"], name="nothing")],
@@ -210,8 +220,7 @@ def test_empty_tensors_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture
         {"y": (F, [0, 3])},
         {"one": one},
     )
-    with pytest.raises(ImportFailure, match=r"node nothing \(Slice\): result #0 would be empty"):
-        from_onnx(sliced)
+    assert graphfuse.compile(from_onnx(sliced))(x).shape == (0, 3)
 
 
 def test_from_onnx_takes_a_model_its_bytes_or_a_path(tmp_path: Path) -> None:
