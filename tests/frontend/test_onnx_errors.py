@@ -32,18 +32,18 @@ def test_every_unsupported_op_is_listed_with_its_nodes() -> None:
     x = np.zeros((2, 3), np.float32)
     nodes = [
         node("Relu", ["x"], ["r"]),
-        node("HardSwish", ["r"], ["h1"], name="hs1"),
-        node("Softplus", ["h1"], ["s"], name="sp"),
-        node("HardSwish", ["x"], ["h2"], name="hs2"),
+        node("Frobnicate", ["r"], ["h1"], name="f1"),
+        node("Twiddle", ["h1"], ["s"], name="tw"),
+        node("Frobnicate", ["x"], ["h2"], name="f2"),
         node("Add", ["s", "h2"], ["y"]),
     ]
-    built = model(nodes, {"x": x}, {"y": (F, [2, 3])})
+    built = model(nodes, {"x": x}, {"y": (F, [2, 3])}, check=False)
     with pytest.raises(ImportFailure) as info:
         from_onnx(built)
     message = str(info.value)
-    assert "HardSwish (hs1, hs2)" in message
-    # Softplus reads an unsupported op's output; it is reported too, as its own gap.
-    assert "Softplus (sp)" in message
+    assert "Frobnicate (f1, f2)" in message
+    # Twiddle reads an unsupported op's output; it is reported too, as its own gap.
+    assert "Twiddle (tw)" in message
     assert message.startswith("unsupported ONNX ops") and "\n" not in message
 
 
@@ -88,11 +88,21 @@ def test_declared_output_shape_is_checked() -> None:
         from_onnx(built)
 
 
-def test_old_opset_is_refused() -> None:
-    x = np.zeros((2, 3), np.float32)
-    built = model([node("Relu", ["x"], ["y"])], {"x": x}, {"y": (F, [2, 3])}, opset=11, check=False)
-    with pytest.raises(ImportFailure, match="opset 11; graphfuse reads opset 13 and later"):
-        from_onnx(built)
+def test_old_opsets_are_converted() -> None:
+    """An opset-11 model is brought to opset 13 by onnx.version_converter; one the
+    converter cannot convert is refused in one line that says what to do."""
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    built = model([node("Relu", ["x"], ["y"])], {"x": x}, {"y": (F, [2, 3])}, opset=11)
+    np.testing.assert_array_equal(graphfuse.compile(from_onnx(built))(x), np.maximum(x, 0))
+    unknown = model(
+        [node("NotAnOp", ["x"], ["y"])], {"x": x}, {"y": (F, [2, 3])}, opset=9, check=False
+    )
+    with pytest.raises(
+        ImportFailure, match="uses opset 9 and onnx.version_converter cannot"
+    ) as info:
+        from_onnx(unknown)
+    assert "re-export it with opset 13 or later" in str(info.value)
+    assert "\n" not in str(info.value)
 
 
 def test_cli_truncated_and_non_onnx_files(
