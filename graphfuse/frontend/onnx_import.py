@@ -308,7 +308,7 @@ class _Importer:
         from onnx import AttributeProto, NodeProto
 
         self.expansions += 1
-        prefix = f"{label}/{node.op_type}#{self.expansions}/"
+        prefix = f"{label}#{self.expansions}/"  # the body's own tensors, kept apart
         renamed = dict(zip(body.input, node.input, strict=False))
         renamed.update(zip(body.output, node.output, strict=False))
         given = {a.name: a for a in node.attribute}
@@ -331,7 +331,7 @@ class _Importer:
                 del copy.attribute[:]
                 copy.input.extend(name(i) for i in inner.input)
                 copy.output.extend(name(o) for o in inner.output)
-                copy.name = f"{prefix}{inner.name or inner.op_type + str(index)}"
+                copy.name = f"{label}/{inner.name or inner.op_type}"
                 for attribute in inner.attribute:
                     if attribute.ref_attr_name:
                         bound = given.get(attribute.ref_attr_name)
