@@ -158,13 +158,36 @@ class Builder:
 
     def must_be_constant(self, value: SSAValue, what: str) -> str:
         """Why `value` must be known at import, and how to make it so."""
-        name = self.inputs.get(value)
-        if name is None:
+        names = self._inputs_behind(value)
+        if not names:
             return f"{what} must be known when importing (a constant), not computed"
+        listed = ", ".join(f"'{n}'" for n in names)
+        source = "comes from" if self.inputs.get(value) else "is computed from"
+        plural = "s" if len(names) > 1 else ""
         return (
-            f"{what} comes from graph input '{name}', which must be a constant: bind its "
-            f"value with --constant {name}=V0,V1,... (Python: constants={{'{name}': array}})"
+            f"{what} {source} graph input{plural} {listed}, which must be constant: bind "
+            f"{'their values' if plural else 'its value'} with --constant {names[0]}=V0,V1,... "
+            f"(Python: constants={{'{names[0]}': array}})"
         )
+
+    def _inputs_behind(self, value: SSAValue) -> list[str]:
+        """The graph inputs `value` is computed from, in order; none when anything else
+        (an op of unknown inputs) stands between, as binding inputs would not help then."""
+        found: dict[str, None] = {}
+        stack, seen = [value], set[SSAValue]()
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if current in self.inputs:
+                found[self.inputs[current]] = None
+                continue
+            owner = current.owner
+            if not isinstance(owner, Operation):
+                return []
+            stack.extend(owner.operands)
+        return sorted(found)
 
     # ---- ops --------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from graphfuse.frontend.onnx_checks import (
     node_label,
     parse_input_shapes,
 )
+from graphfuse.frontend.onnx_control_flow import convert_if, convert_loop, convert_scan
 from graphfuse.frontend.onnx_ops import CONVERTERS
 
 _NOT_FOLDED = {
@@ -57,6 +58,9 @@ _NOT_FOLDED = {
     "GlobalMaxPool",
     "Conv",
 }
+_FOLDED_WHEN_KNOWN = ("Shape", "Size", "Constant", "ConstantOfShape", "Range")
+"""Ops without a converter that the importer evaluates when their inputs are known."""
+_CONTROL_FLOW = {"If": convert_if, "Loop": convert_loop, "Scan": convert_scan}
 __all__ = ["from_onnx", "load_model", "parse_input_shapes"]
 
 
@@ -115,11 +119,7 @@ class _Importer:
         for index, node in enumerate(self.graph.node):
             self._convert(node, index)
         if self.unsupported:
-            listing = "; ".join(
-                f"{op} ({', '.join(nodes[:5])}{', ...' if len(nodes) > 5 else ''})"
-                for op, nodes in sorted(self.unsupported.items())
-            )
-            raise ImportFailure(f"unsupported ONNX ops: {listing}")
+            raise ImportFailure(self._unsupported_listing())
         results = self._outputs()
         self.block.add_op(func.ReturnOp(*results))
         function = func.FuncOp(
@@ -130,6 +130,13 @@ class _Importer:
         module = ModuleOp([function])
         self._verify(module)
         return module
+
+    def _unsupported_listing(self) -> str:
+        listing = "; ".join(
+            f"{op} ({', '.join(nodes[:5])}{', ...' if len(nodes) > 5 else ''})"
+            for op, nodes in sorted(self.unsupported.items())
+        )
+        return f"unsupported ONNX ops: {listing}"
 
     # ---- set-up -----------------------------------------------------------------------
 
@@ -220,11 +227,15 @@ class _Importer:
         converter = CONVERTERS.get(node.op_type) if node.domain in STANDARD_DOMAINS else None
         if any(i in self.poisoned for i in node.input if i):
             # Downstream of an unsupported op: report its own type if unsupported too.
-            if converter is None:
+            if converter is None and not _handled_without_converter(node):
                 self._unsupported(node, label)
             self.poisoned.update(node.output)
             return
         inputs = self._inputs_of(node, label)
+        flow = _CONTROL_FLOW.get(node.op_type) if node.domain in STANDARD_DOMAINS else None
+        if flow is not None:
+            self._record(node.output, flow(self, node, inputs, label))
+            return
         if self._fold(node, inputs, label):
             return
         if converter is None and node.domain in STANDARD_DOMAINS:
@@ -248,6 +259,38 @@ class _Importer:
                 f"node {label} ({node.op_type}): malformed node ({type(error).__name__}: {error})"
             ) from None
         self._record(node.output, outputs)
+
+    # ---- subgraphs (control flow) -------------------------------------------------------
+
+    def inline(self, body: Any, bindings: Sequence[Value], label: str) -> list[Value]:
+        """Convert graph `body` (an If branch, a Loop or Scan body) in place, its inputs
+        bound to `bindings`; returns its outputs. Its own tensors get names of their own
+        (one body is converted once per iteration); names it reads from the enclosing
+        graphs are left alone, also inside graphs nested in it."""
+        from onnx import numpy_helper
+
+        self.expansions += 1
+        prefix = f"{label}#{self.expansions}/"
+        local = {i.name for i in body.input} | {t.name for t in body.initializer}
+        local |= {o for n in body.node for o in n.output if o}
+        renamed = {name: prefix + name for name in local}
+        for graph_input, value in zip(body.input, bindings, strict=False):
+            self.values[renamed[graph_input.name]] = value
+        for tensor in body.initializer:
+            self.values[renamed[tensor.name]] = numpy_helper.to_array(tensor)
+        for index, inner in enumerate(body.node):
+            copy = _renamed_node(inner, renamed)
+            copy.name = f"{label}/{inner.name or inner.op_type}"
+            self._convert(copy, index)
+        outputs: list[Value] = []
+        for output in body.output:
+            name = renamed.get(output.name, output.name)
+            if name in self.poisoned:
+                raise ImportFailure(self._unsupported_listing())
+            if name not in self.values:
+                raise ImportFailure(f"{label}: its body's output '{output.name}' is never computed")
+            outputs.append(self.values[name])
+        return outputs
 
     # ---- ONNX functions -----------------------------------------------------------------
 
@@ -305,34 +348,26 @@ class _Importer:
         attribute references bound to the node's attributes or the function's defaults.
         The body's nodes fold, convert or expand further like any other node, so the
         function's primitives reach the graph and fuse with their neighbours."""
-        from onnx import AttributeProto, NodeProto
+        from onnx import AttributeProto
 
         self.expansions += 1
         prefix = f"{label}#{self.expansions}/"  # the body's own tensors, kept apart
-        renamed = dict(zip(body.input, node.input, strict=False))
+        actual = list(node.input)
+        renamed = {f: actual[i] if i < len(actual) else "" for i, f in enumerate(body.input)}
         renamed.update(zip(body.output, node.output, strict=False))
+        for inner in body.node:
+            renamed.update({o: prefix + o for o in inner.output if o and o not in renamed})
         given = {a.name: a for a in node.attribute}
         defaults = {**defaults, **{a.name: a for a in body.attribute_proto}}
-
-        def name(internal: str) -> str:
-            if not internal:
-                return ""
-            return renamed.get(internal, prefix + internal)
-
         opsets = {o.domain or "": o.version for o in body.opset_import}
         saved = self.opset_override
         self.opset_override = opsets or None
         try:
             for index, inner in enumerate(body.node):
-                copy = NodeProto()
-                copy.CopyFrom(inner)
-                del copy.input[:]
-                del copy.output[:]
-                del copy.attribute[:]
-                copy.input.extend(name(i) for i in inner.input)
-                copy.output.extend(name(o) for o in inner.output)
+                copy = _renamed_node(inner, renamed)
                 copy.name = f"{label}/{inner.name or inner.op_type}"
-                for attribute in inner.attribute:
+                del copy.attribute[:]
+                for attribute in _renamed_node(inner, renamed).attribute:
                     if attribute.ref_attr_name:
                         bound = given.get(attribute.ref_attr_name)
                         bound = bound or defaults.get(attribute.ref_attr_name)
@@ -474,6 +509,60 @@ class _Importer:
                 node = self.builder.origin.get(op)
                 where = f"node {node}" if node is not None else "the imported function"
                 raise ImportFailure(f"{where} ({op.name}): {error}") from None
+
+
+def _handled_without_converter(node: Any) -> bool:
+    """Whether the importer takes `node` without a converter: control flow, shape ops it
+    folds, ops ONNX defines by a function body."""
+    from onnx import defs
+
+    if node.domain not in STANDARD_DOMAINS:
+        return False
+    if node.op_type in _CONTROL_FLOW or node.op_type in _FOLDED_WHEN_KNOWN:
+        return True
+    try:
+        schema = defs.get_schema(node.op_type, "")
+    except defs.SchemaError:
+        return False
+    return bool(schema.has_function or schema.has_context_dependent_function)
+
+
+def _renamed_node(node: Any, renamed: dict[str, str]) -> Any:
+    """A copy of `node` reading and writing tensors by their `renamed` names, also in the
+    graphs nested in its attributes (which may read the enclosing body's tensors)."""
+    from onnx import AttributeProto, NodeProto
+
+    copy = NodeProto()
+    copy.CopyFrom(node)
+    del copy.input[:]
+    del copy.output[:]
+    copy.input.extend(renamed.get(i, i) if i else "" for i in node.input)
+    copy.output.extend(renamed.get(o, o) if o else "" for o in node.output)
+    for attribute in copy.attribute:
+        nested = [attribute.g] if attribute.type == AttributeProto.GRAPH else []
+        nested += list(attribute.graphs) if attribute.type == AttributeProto.GRAPHS else []
+        for subgraph in nested:
+            _rename_reads(subgraph, renamed)
+    return copy
+
+
+def _rename_reads(subgraph: Any, renamed: dict[str, str]) -> None:
+    """Rename, in place, the enclosing tensors a nested graph reads (ONNX names are unique
+    across nesting, so a renamed name is never one the nested graph defines itself)."""
+    from onnx import AttributeProto
+
+    for inner in subgraph.node:
+        for position, name in enumerate(inner.input):
+            if name in renamed:
+                inner.input[position] = renamed[name]
+        for attribute in inner.attribute:
+            if attribute.type == AttributeProto.GRAPH:
+                _rename_reads(attribute.g, renamed)
+            for nested in attribute.graphs:
+                _rename_reads(nested, renamed)
+    for output in subgraph.output:
+        if output.name in renamed:
+            output.name = renamed[output.name]
 
 
 def _attribute_defaults(schema: Any) -> dict[str, Any]:
