@@ -1,19 +1,35 @@
-"""ONNX matmul, convolution and pooling operators as graph-dialect ops."""
+"""ONNX matmul, convolution, pooling, Resize and normalization operators as graph-dialect ops.
+
+Only graph ops that already exist are used: N-D convolution and pooling are rewritten onto
+graph.conv2d / max_pool2d / avg_pool2d where they fit (1-D gets a unit spatial dimension,
+the fast path real models take) and otherwise into strided slices of the padded input that
+fuse into one kernel. ConvTranspose is a stride-1 convolution of the zero-inserted input
+with the flipped, transposed kernel. Resize works out, with NumPy at import time, which
+input positions and weights every output position reads along each resized axis (static
+shapes make them constants); the graph then holds gathers and weighted sums.
+"""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import UnitAttr
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_rules as rules
+from graphfuse.dialects.graph.elements import numpy_dtype
 from graphfuse.frontend.onnx_builder import (
+    Array,
     Builder,
     Value,
+    element_of,
+    f64_attr,
     i64_array,
     i64_attr,
     shape_of,
@@ -26,7 +42,7 @@ from graphfuse.frontend.onnx_convert import (
     required,
 )
 
-# ---- matmul, conv, pooling --------------------------------------------------------------
+# ---- matmul -------------------------------------------------------------------------------
 
 
 @converter("MatMul")
@@ -64,98 +80,874 @@ def _gemm(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     return [result]
 
 
-def _window_padding(
-    b: Builder,
-    attrs: Attrs,
-    spatial: Sequence[int],
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    dilations: Sequence[int],
-) -> list[int]:
-    """graphfuse's [top, left, bottom, right] from ONNX pads or auto_pad."""
-    auto_pad = attrs.get("auto_pad", b"NOTSET")
-    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
-    if auto_pad in ("NOTSET", "VALID"):
-        pads = list(attrs.get("pads", [0, 0, 0, 0])) if auto_pad == "NOTSET" else [0] * 4
-        return [pads[0], pads[1], pads[2], pads[3]]
+# ---- helpers: known arrays stay NumPy, SSA values become graph ops ------------------------
+
+
+def _text(attrs: Attrs, name: str, default: str) -> str:
+    value = attrs.get(name, default)
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _dtype(b: Builder, x: Value) -> np.dtype[Any]:
+    return numpy_dtype(element_of(x, f"node {b.node}"))
+
+
+def _is_float(b: Builder, x: Value) -> bool:
+    return np.issubdtype(_dtype(b, x), np.floating)
+
+
+def _slice(
+    b: Builder, x: Value, starts: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
+) -> Value:
+    shape = shape_of(x)
+    if list(sizes) == list(shape) and not any(starts):
+        return x
+    if not isinstance(x, SSAValue):
+        index = tuple(
+            slice(a, a + (n - 1) * s + 1, s) for a, n, s in zip(starts, sizes, strides, strict=True)
+        )
+        return x[index]
+    return b.op(graph.SliceOp, [x], sizes, starts=i64_array(starts), strides=i64_array(strides))
+
+
+def _pad(
+    b: Builder, x: Value, low: Sequence[int], high: Sequence[int], value: float = 0.0
+) -> Value:
+    """Constant padding; a negative amount crops instead."""
+    shape = shape_of(x)
+    crop_low = [max(-lo, 0) for lo in low]
+    sizes = [d - cl - max(-hi, 0) for d, cl, hi in zip(shape, crop_low, high, strict=True)]
+    x = _slice(b, x, crop_low, sizes, [1] * len(shape))
+    low, high = [max(lo, 0) for lo in low], [max(hi, 0) for hi in high]
+    if not any(low) and not any(high):
+        return x
+    if not isinstance(x, SSAValue):
+        return np.pad(x, list(zip(low, high, strict=True)), constant_values=value)
+    out = rules.pad_shape(shape_of(x), low, high)
+    return b.op(
+        graph.PadOp, [x], out, low=i64_array(low), high=i64_array(high), value=f64_attr(value)
+    )
+
+
+def _transpose(b: Builder, x: Value, perm: Sequence[int]) -> Value:
+    if not isinstance(x, SSAValue):
+        return np.transpose(x, perm)
+    return b.transpose(x, perm)
+
+
+def _take(b: Builder, x: Value, indices: Array, axis: int) -> Value:
+    """numpy.take with known indices: a slice when they are an evenly spaced run."""
+    flat = [int(i) for i in np.asarray(indices).reshape(-1)]
+    shape = list(shape_of(x))
+    out_shape = [*shape[:axis], *indices.shape, *shape[axis + 1 :]]
+    step = flat[1] - flat[0] if len(flat) > 1 else 1
+    if step > 0 and flat == list(range(flat[0], flat[0] + step * len(flat), step)):
+        starts = [flat[0] if i == axis else 0 for i in range(len(shape))]
+        sizes = [len(flat) if i == axis else d for i, d in enumerate(shape)]
+        strides = [step if i == axis else 1 for i in range(len(shape))]
+        return b.reshape(_slice(b, x, starts, sizes, strides), out_shape)
+    if not isinstance(x, SSAValue):
+        return np.take(x, indices, axis)
+    return b.op(graph.GatherOp, [x, np.asarray(indices, np.int64)], out_shape, axis=i64_attr(axis))
+
+
+def _flip(b: Builder, x: Value, axes: Sequence[int]) -> Value:
+    if not isinstance(x, SSAValue):
+        return np.flip(x, tuple(axes)).copy()
+    for axis in axes:
+        size = shape_of(x)[axis]
+        if size > 1:
+            x = _take(b, x, np.arange(size - 1, -1, -1, dtype=np.int64), axis)
+    return x
+
+
+def _concat(b: Builder, values: Sequence[Value], axis: int) -> Value:
+    if len(values) == 1:
+        return values[0]
+    shape = rules.concat_shape([shape_of(v) for v in values], axis)
+    return b.op(graph.ConcatOp, values, shape, axis=i64_attr(axis))
+
+
+def _constant_like(b: Builder, array: Array, like: Value) -> Array:
+    return np.asarray(array).astype(_dtype(b, like))
+
+
+def _trailing(array: Array, rank: int) -> Array:
+    """`array` with unit dimensions added after it up to `rank` (to broadcast along dim 0
+    of the trailing dims)."""
+    return array.reshape(array.shape + (1,) * (rank - array.ndim))
+
+
+def _sum(b: Builder, values: Sequence[Value]) -> Value:
+    total = values[0]
+    for value in values[1:]:
+        total = b.binary(graph.AddOp, total, value)
+    return total
+
+
+# ---- windows: strides, dilations, pads and output sizes of conv and pooling ---------------
+
+
+@dataclass(frozen=True)
+class _Window:
+    """One sliding window over the spatial dims: `begin`/`end` pads, `out` positions.
+
+    `reach[i]` is how far the last window reaches past the end padding (ceil_mode): those
+    positions are outside the input and, for average pooling, never counted.
+    """
+
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    begin: tuple[int, ...]
+    end: tuple[int, ...]
+    out: tuple[int, ...]
+    reach: tuple[int, ...]
+
+    def extent(self, i: int) -> int:
+        return (self.kernel[i] - 1) * self.dilations[i] + 1
+
+    def with_unit_dim(self) -> _Window:
+        """The same window with a unit spatial dimension in front (1-D as 2-D)."""
+        return _Window(
+            (1, *self.kernel),
+            (1, *self.strides),
+            (1, *self.dilations),
+            (0, *self.begin),
+            (0, *self.end),
+            (1, *self.out),
+            (0, *self.reach),
+        )
+
+    def taps(self) -> list[tuple[int, ...]]:
+        return list(itertools.product(*(range(k) for k in self.kernel)))
+
+    def positions(self, i: int, tap: int) -> Array:
+        """Input positions (unpadded coordinates) that tap `tap` reads along dim i."""
+        return np.arange(self.out[i]) * self.strides[i] - self.begin[i] + tap * self.dilations[i]
+
+
+def _spatial_list(b: Builder, attrs: Attrs, name: str, count: int, default: int) -> list[int]:
+    values = list(attrs.get(name) or [default] * count)
+    if len(values) != count:
+        raise b.fail(f"{name} has {len(values)} entries, expected {count} (one per spatial dim)")
+    return [int(v) for v in values]
+
+
+def _same_pads(
+    b: Builder, auto_pad: str, spatial: Sequence[int], strides: Sequence[int], extents: list[int]
+) -> tuple[list[int], list[int], list[int]]:
+    out = [math.ceil(size / s) for size, s in zip(spatial, strides, strict=True)]
     begin: list[int] = []
     end: list[int] = []
-    for size, k, s, d in zip(spatial, kernel, strides, dilations, strict=True):
-        out = math.ceil(size / s)
-        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+    for size, s, e, o in zip(spatial, strides, extents, out, strict=True):
+        total = max((o - 1) * s + e - size, 0)
         small, large = total // 2, total - total // 2
         begin.append(small if auto_pad == "SAME_UPPER" else large)
         end.append(large if auto_pad == "SAME_UPPER" else small)
-    return [begin[0], begin[1], end[0], end[1]]
+    return begin, end, out
 
 
-def _require_2d(b: Builder, x: Value) -> tuple[int, ...]:
-    shape = shape_of(x)
-    if len(shape) != 4:
-        raise b.fail(f"{b.op_type} on a rank-{len(shape)} input: only 2-D (NCHW) is supported")
-    return shape
+def _window(
+    b: Builder, attrs: Attrs, spatial: Sequence[int], kernel: Sequence[int], ceil: bool = False
+) -> _Window:
+    """The window of a Conv or pooling node: ONNX pads or auto_pad, ceil_mode's output size
+    (a last window must start inside the input or its begin padding)."""
+    n = len(spatial)
+    if len(kernel) != n:
+        raise b.fail(f"kernel has {len(kernel)} spatial dims, the input {n}")
+    strides = _spatial_list(b, attrs, "strides", n, 1)
+    dilations = _spatial_list(b, attrs, "dilations", n, 1)
+    extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
+    auto_pad = _text(attrs, "auto_pad", "NOTSET")
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        begin, end, out = _same_pads(b, auto_pad, spatial, strides, extents)
+    else:
+        pads = [0] * 2 * n if auto_pad == "VALID" else _spatial_list(b, attrs, "pads", 2 * n, 0)
+        begin, end = pads[:n], pads[n:]
+        out = []
+        for size, s, e, lo, hi in zip(spatial, strides, extents, begin, end, strict=True):
+            span = size + lo + hi - e
+            count = (-(-span // s) if ceil else span // s) + 1
+            if ceil and (count - 1) * s >= size + lo:
+                count -= 1
+            out.append(count)
+    if min(out) < 1:
+        raise b.fail(f"the window does not fit the input ({rules.format_shape(spatial)})")
+    reach = [
+        max(0, (o - 1) * s + e - (size + lo + hi))
+        for o, s, e, size, lo, hi in zip(out, strides, extents, spatial, begin, end, strict=True)
+    ]
+    return _Window(
+        tuple(int(k) for k in kernel),
+        tuple(strides),
+        tuple(dilations),
+        tuple(begin),
+        tuple(end),
+        tuple(out),
+        tuple(reach),
+    )
+
+
+def _window_taps(b: Builder, x: Value, win: _Window, fill: float) -> list[Value]:
+    """For each kernel tap, the strided slice of the padded input it reads at every output
+    position ([N, C, *out]); padding (and ceil_mode's reach) reads `fill`."""
+    lead = list(shape_of(x)[:2])
+    padded = _pad(
+        b,
+        x,
+        [0, 0, *win.begin],
+        [0, 0, *(e + r for e, r in zip(win.end, win.reach, strict=True))],
+        fill,
+    )
+    slices: list[Value] = []
+    for tap in win.taps():
+        starts = [0, 0, *(t * d for t, d in zip(tap, win.dilations, strict=True))]
+        slices.append(_slice(b, padded, starts, [*lead, *win.out], [1, 1, *win.strides]))
+    return slices
+
+
+# ---- convolution --------------------------------------------------------------------------
+
+
+def _conv2d(b: Builder, x: Value, w: Value, win: _Window, groups: int) -> Value:
+    padding = [*win.begin, *win.end]
+    out = rules.conv2d_shape(shape_of(x), shape_of(w), win.strides, padding, win.dilations, groups)
+    return b.op(
+        graph.Conv2dOp,
+        [x, w],
+        out,
+        strides=i64_array(win.strides),
+        padding=i64_array(padding),
+        dilations=i64_array(win.dilations),
+        groups=i64_attr(groups),
+    )
+
+
+def _conv_nd(b: Builder, x: Value, w: Value, win: _Window, groups: int) -> Value:
+    """N-D convolution (no bias) on graph.conv2d: 1-D with a unit dim, 3-D and up with
+    the leading ("depth") kernel taps stacked into the channels."""
+    shape, w_shape = shape_of(x), shape_of(w)
+    if len(shape) == 4:
+        return _conv2d(b, x, w, win, groups)
+    if len(shape) == 3:
+        x4 = b.reshape(x, [shape[0], shape[1], 1, shape[2]])
+        w4 = b.reshape(w, [w_shape[0], w_shape[1], 1, w_shape[2]])
+        result = _conv2d(b, x4, w4, win.with_unit_dim(), groups)
+        return b.reshape(result, [shape[0], w_shape[0], win.out[0]])
+    return _conv_depth(b, x, w, win, groups)
+
+
+def _conv_depth(b: Builder, x: Value, w: Value, win: _Window, groups: int) -> Value:
+    """A convolution over k > 2 spatial dims as one conv2d over the last two: each output
+    depth position becomes a batch entry whose channels are the depth taps it reads
+    (grouped as [group, tap, channel] so that groups still work)."""
+    shape, w_shape = shape_of(x), shape_of(w)
+    n, c, depth = shape[0], shape[1], len(shape) - 4
+    o, cg = w_shape[0], w_shape[1]
+    plane = shape[-2:]
+    depth_win = _Window(
+        win.kernel[:depth],
+        win.strides[:depth],
+        win.dilations[:depth],
+        win.begin[:depth],
+        win.end[:depth],
+        win.out[:depth],
+        (0,) * depth,
+    )
+    padded = _pad(b, x, [0, 0, *depth_win.begin, 0, 0], [0, 0, *depth_win.end, 0, 0])
+    taps = depth_win.taps()
+    stacked: list[Value] = []
+    for tap in taps:
+        starts = [0, 0, *(t * d for t, d in zip(tap, depth_win.dilations, strict=True)), 0, 0]
+        sizes = [n, c, *depth_win.out, *plane]
+        part = _slice(b, padded, starts, sizes, [1, 1, *depth_win.strides, 1, 1])
+        stacked.append(b.reshape(part, [n, 1, c, *depth_win.out, *plane]))
+    p, outs = len(taps), math.prod(depth_win.out)
+    joined = b.reshape(_concat(b, stacked, 1), [n, p, groups, c // groups, *depth_win.out, *plane])
+    perm = [0, *range(4, 4 + depth), 2, 1, 3, 4 + depth, 5 + depth]
+    x2 = b.reshape(_transpose(b, joined, perm), [n * outs, c * p, *plane])
+    w_perm = [0, *range(2, 2 + depth), 1, 2 + depth, 3 + depth]
+    w2 = b.reshape(_transpose(b, w, w_perm), [o, p * cg, *w_shape[-2:]])
+    plane_win = _Window(
+        win.kernel[depth:],
+        win.strides[depth:],
+        win.dilations[depth:],
+        win.begin[depth:],
+        win.end[depth:],
+        win.out[depth:],
+        (0, 0),
+    )
+    result = _conv2d(b, x2, w2, plane_win, groups)
+    result = b.reshape(result, [n, *depth_win.out, o, *win.out[depth:]])
+    return _transpose(b, result, [0, depth + 1, *range(1, depth + 1), depth + 2, depth + 3])
+
+
+def _add_bias(b: Builder, result: Value, bias: Value | None) -> Value:
+    if bias is None:
+        return result
+    rank = len(shape_of(result))
+    return b.binary(graph.AddOp, result, b.reshape(bias, [shape_of(bias)[0], *[1] * (rank - 2)]))
+
+
+def _check_conv_shapes(b: Builder, x: Value, w: Value, channels: int, groups: int) -> None:
+    if len(shape_of(x)) < 3:
+        raise b.fail(f"{b.op_type} needs an input of rank >= 3, got {len(shape_of(x))}")
+    if len(shape_of(w)) != len(shape_of(x)):
+        raise b.fail(f"weight rank {len(shape_of(w))} differs from input rank")
+    if groups < 1 or shape_of(x)[1] % groups or channels % groups:
+        raise b.fail(f"group {groups} does not divide the channels")
 
 
 @converter("Conv")
 def _conv(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     x, w, bias = required(inputs, 0), required(inputs, 1), optional(inputs, 2)
-    shape = _require_2d(b, x)
-    kernel = shape_of(w)[2:]
-    strides = list(attrs.get("strides", [1, 1]))
-    dilations = list(attrs.get("dilations", [1, 1]))
     groups = int(attrs.get("group", 1))
-    padding = _window_padding(b, attrs, shape[2:], kernel, strides, dilations)
-    out = rules.conv2d_shape(shape, shape_of(w), strides, padding, dilations, groups)
-    result: Value = b.op(
-        graph.Conv2dOp,
-        [x, w],
-        out,
-        strides=i64_array(strides),
-        padding=i64_array(padding),
-        dilations=i64_array(dilations),
-        groups=i64_attr(groups),
+    _check_conv_shapes(b, x, w, shape_of(w)[0], groups)
+    if shape_of(w)[1] * groups != shape_of(x)[1]:
+        raise b.fail(
+            f"weight has {shape_of(w)[1]} channels per group, expected {shape_of(x)[1] // groups}"
+        )
+    win = _window(b, attrs, shape_of(x)[2:], shape_of(w)[2:])
+    return [_add_bias(b, _conv_nd(b, x, w, win, groups), bias)]
+
+
+def _transposed_pads(
+    b: Builder, attrs: Attrs, natural: list[int], spatial: Sequence[int], strides: list[int]
+) -> tuple[list[int], list[int]]:
+    """ConvTranspose's begin and end pads (output_shape and auto_pad set them)."""
+    n = len(natural)
+    auto_pad = _text(attrs, "auto_pad", "NOTSET")
+    target: list[int] | None = None
+    if "output_shape" in attrs:
+        target = [int(v) for v in attrs["output_shape"]][-n:]
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        target = [size * s for size, s in zip(spatial, strides, strict=True)]
+    if target is None:
+        pads = [0] * 2 * n if auto_pad == "VALID" else _spatial_list(b, attrs, "pads", 2 * n, 0)
+        return pads[:n], pads[n:]
+    totals = [nat - t for nat, t in zip(natural, target, strict=True)]
+    if auto_pad == "SAME_UPPER":
+        return [t // 2 for t in totals], [t - t // 2 for t in totals]
+    return [t - t // 2 for t in totals], [t // 2 for t in totals]
+
+
+def _zero_insert(b: Builder, x: Value, strides: Sequence[int]) -> Value:
+    """x with strides[i] - 1 zeros after every element of spatial dim i (trailing ones
+    included): [N, C, S] -> [N, C, S * s]."""
+    shape = shape_of(x)
+    if all(s == 1 for s in strides):
+        return x
+    split: list[int] = list(shape[:2])
+    low: list[int] = [0, 0]
+    high: list[int] = [0, 0]
+    for size, s in zip(shape[2:], strides, strict=True):
+        split += [size, 1] if s > 1 else [size]
+        low += [0, 0] if s > 1 else [0]
+        high += [0, s - 1] if s > 1 else [0]
+    spread = _pad(b, b.reshape(x, split), low, high)
+    return b.reshape(
+        spread, [*shape[:2], *(d * s for d, s in zip(shape[2:], strides, strict=True))]
     )
-    if bias is not None:
-        result = b.binary(graph.AddOp, result, b.reshape(bias, [shape_of(bias)[0], 1, 1]))
-    return [result]
 
 
-def _pool(b: Builder, inputs: Inputs, attrs: Attrs, op_type: type[graph.Pool2dOp]) -> Value:
-    x = required(inputs)
-    shape = _require_2d(b, x)
-    if attrs.get("ceil_mode", 0):
-        raise b.fail("ceil_mode=1 is not supported")
-    if any(d != 1 for d in attrs.get("dilations", [1, 1])):
-        raise b.fail("pooling with dilations is not supported")
-    kernel = list(attrs["kernel_shape"])
-    strides = list(attrs.get("strides", [1, 1]))
-    padding = _window_padding(b, attrs, shape[2:], kernel, strides, [1, 1])
-    out = rules.pool2d_shape(shape, kernel, strides, padding)
+@converter("ConvTranspose")
+def _conv_transpose(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """y = conv(zero-inserted x, flipped kernel with in/out channels swapped per group),
+    padded by (K - 1) * d less ONNX's pads; negative amounts crop."""
+    x, w, bias = required(inputs, 0), required(inputs, 1), optional(inputs, 2)
+    groups = int(attrs.get("group", 1))
+    _check_conv_shapes(b, x, w, shape_of(w)[1] * groups, groups)
+    shape, w_shape = shape_of(x), shape_of(w)
+    if w_shape[0] != shape[1]:
+        raise b.fail(f"weight has {w_shape[0]} input channels, the input {shape[1]}")
+    n, spatial, kernel = len(shape) - 2, shape[2:], w_shape[2:]
+    strides = _spatial_list(b, attrs, "strides", n, 1)
+    dilations = _spatial_list(b, attrs, "dilations", n, 1)
+    extra = _spatial_list(b, attrs, "output_padding", n, 0)
+    natural = [
+        s * (size - 1) + e + (k - 1) * d + 1
+        for s, size, e, k, d in zip(strides, spatial, extra, kernel, dilations, strict=True)
+    ]
+    begin, end = _transposed_pads(b, attrs, natural, spatial, strides)
+    out = [nat - lo - hi for nat, lo, hi in zip(natural, begin, end, strict=True)]
+    if min(out) < 1:
+        raise b.fail(f"output size {out} is empty")
+    low = [(k - 1) * d - lo for k, d, lo in zip(kernel, dilations, begin, strict=True)]
+    high = [
+        (k - 1) * d - hi + e - (s - 1)
+        for k, d, hi, e, s in zip(kernel, dilations, end, extra, strides, strict=True)
+    ]
+    spread = _zero_insert(b, x, strides)
+    spread = _pad(b, spread, [0, 0, *(min(v, 0) for v in low)], [0, 0, *(min(v, 0) for v in high)])
+    c, og = shape[1], w_shape[1]
+    flipped = b.reshape(w, [groups, c // groups, og, *kernel])
+    flipped = _transpose(b, flipped, [0, 2, 1, *range(3, 3 + n)])
+    flipped = _flip(b, b.reshape(flipped, [groups * og, c // groups, *kernel]), range(2, 2 + n))
+    win = _Window(
+        tuple(kernel),
+        (1,) * n,
+        tuple(dilations),
+        tuple(max(v, 0) for v in low),
+        tuple(max(v, 0) for v in high),
+        tuple(out),
+        (0,) * n,
+    )
+    return [_add_bias(b, _conv_nd(b, spread, flipped, win, groups), bias)]
+
+
+# ---- pooling ------------------------------------------------------------------------------
+
+
+def _pool_window(b: Builder, x: Value, attrs: Attrs) -> _Window:
+    if len(shape_of(x)) < 3:
+        raise b.fail(f"{b.op_type} needs an input of rank >= 3, got {len(shape_of(x))}")
+    if "kernel_shape" not in attrs:
+        raise b.fail("kernel_shape is missing")
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    return _window(b, attrs, shape_of(x)[2:], kernel, bool(attrs.get("ceil_mode", 0)))
+
+
+def _native_pool(
+    b: Builder, x: Value, win: _Window, op_type: type[graph.Pool2dOp], include_pad: bool
+) -> Value | None:
+    """The pooling as graph.max_pool2d/avg_pool2d where those compute it (rank 3 or 4, no
+    dilation; ceil_mode's reach is extra end padding, which they never count unless
+    count_include_pad would count it too); None otherwise."""
+    shape = shape_of(x)
+    if len(shape) not in (3, 4) or any(d != 1 for d in win.dilations):
+        return None
+    if include_pad and any(win.reach):
+        return None
+    x4, win4 = x, win
+    if len(shape) == 3:
+        x4, win4 = b.reshape(x, [shape[0], shape[1], 1, shape[2]]), win.with_unit_dim()
+    padding = [*win4.begin, *(e + r for e, r in zip(win4.end, win4.reach, strict=True))]
+    out = rules.pool2d_shape(shape_of(x4), win4.kernel, win4.strides, padding)
+    if tuple(out[2:]) != win4.out:
+        return None
     properties: dict[str, Attribute] = {
-        "kernel": i64_array(kernel),
-        "strides": i64_array(strides),
+        "kernel": i64_array(win4.kernel),
+        "strides": i64_array(win4.strides),
         "padding": i64_array(padding),
     }
-    if op_type is graph.AvgPool2dOp and attrs.get("count_include_pad", 0):
+    if include_pad:
         properties["count_include_pad"] = UnitAttr()
-    return b.op(op_type, [x], out, **properties)
+    result = b.op(op_type, [x4], out, **properties)
+    return b.reshape(result, [*shape[:2], *win.out])
+
+
+def _lowest(b: Builder, x: Value) -> float:
+    dtype = _dtype(b, x)
+    if np.issubdtype(dtype, np.floating):
+        return -math.inf
+    return float(np.iinfo(dtype).min)
+
+
+def _window_max(b: Builder, x: Value, win: _Window) -> Value:
+    slices = _window_taps(b, x, win, _lowest(b, x))
+    result = slices[0]
+    for part in slices[1:]:
+        result = b.binary(graph.MaxOp, result, part)
+    return result
+
+
+def _window_counts(shape: Sequence[int], win: _Window, include_pad: bool) -> Array:
+    """How many taps of each window read the input (or, include_pad, the input or its
+    explicit pads, never ceil_mode's reach): ONNX AveragePool's divisors, [*out]."""
+    counts = np.ones((), np.int64)
+    for i, size in enumerate(shape):
+        low, high = (-win.begin[i], size + win.end[i]) if include_pad else (0, size)
+        taps = np.stack([win.positions(i, t) for t in range(win.kernel[i])])
+        per_dim = ((taps >= low) & (taps < high)).sum(axis=0)
+        counts = np.multiply.outer(counts, per_dim)
+    return counts
 
 
 @converter("MaxPool")
 def _max_pool(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    x = required(inputs)
+    win = _pool_window(b, x, attrs)
     if len(b.outputs) > 1 and b.outputs[1]:
-        raise b.fail("MaxPool's Indices output is not supported")
-    return [_pool(b, inputs, attrs, graph.MaxPool2dOp)]
+        return list(_max_pool_indices(b, x, win, int(attrs.get("storage_order", 0))))
+    native = _native_pool(b, x, win, graph.MaxPool2dOp, False)
+    return [native if native is not None else _window_max(b, x, win)]
+
+
+def _max_pool_indices(
+    b: Builder, x: Value, win: _Window, storage_order: int
+) -> tuple[Value, Value]:
+    """Values and flat indices of each window's (first) maximum: a running max over the
+    taps, with the index of the tap that won. Indices count row-major (storage_order 0)
+    or column-major (1) over the unpadded spatial dims, then channel and batch."""
+    shape = shape_of(x)
+    spatial = shape[2:]
+    order = range(len(spatial)) if storage_order else range(len(spatial) - 1, -1, -1)
+    steps = [0] * len(spatial)
+    step = 1
+    for i in order:
+        steps[i], step = step, step * spatial[i]
+    best: Value | None = None
+    index: Value | None = None
+    for tap, part in zip(win.taps(), _window_taps(b, x, win, _lowest(b, x)), strict=True):
+        flat = np.zeros(win.out, np.int64)
+        for i, t in enumerate(tap):
+            flat = flat + _trailing(win.positions(i, t) * steps[i], len(spatial) - i)
+        if best is None or index is None:
+            best, index = part, flat
+            continue
+        wins = b.compare("gt", part, best)
+        element = element_of(part, b.node)
+        best = b.op(graph.SelectOp, [wins, part, best], shape_of(part), element)
+        index = b.op(graph.SelectOp, [wins, flat, index], shape_of(part), element_of(flat, b.node))
+    assert best is not None and index is not None
+    base = (np.arange(shape[0] * shape[1], dtype=np.int64) * math.prod(spatial)).reshape(
+        shape[0], shape[1], *[1] * len(spatial)
+    )
+    return best, b.binary(graph.AddOp, index, base)
 
 
 @converter("AveragePool")
 def _avg_pool(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
-    return [_pool(b, inputs, attrs, graph.AvgPool2dOp)]
+    x = required(inputs)
+    win = _pool_window(b, x, attrs)
+    include_pad = bool(attrs.get("count_include_pad", 0))
+    native = _native_pool(b, x, win, graph.AvgPool2dOp, include_pad)
+    if native is not None:
+        return [native]
+    total = _sum(b, _window_taps(b, x, win, 0.0))
+    counts = _window_counts(shape_of(x)[2:], win, include_pad)
+    return [b.binary(graph.DivOp, total, _constant_like(b, counts, x))]
 
 
-@converter("GlobalAveragePool", "GlobalMaxPool")
+def _power(b: Builder, x: Value, p: float) -> Value:
+    """|x| ** p (x * x for p = 2)."""
+    if p == 2:
+        return b.binary(graph.MulOp, x, x)
+    magnitude = b.unary(graph.AbsOp, x)
+    return magnitude if p == 1 else b.binary(graph.PowOp, magnitude, np.array(p, np.float32))
+
+
+def _root(b: Builder, x: Value, p: float) -> Value:
+    if p == 2:
+        return b.unary(graph.SqrtOp, x)
+    return x if p == 1 else b.binary(graph.PowOp, x, np.array(1.0 / p, np.float32))
+
+
+@converter("LpPool")
+def _lp_pool(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """(sum over the window of |x| ** p) ** (1 / p); padding adds nothing."""
+    x = required(inputs)
+    win = _pool_window(b, x, attrs)
+    p = float(attrs.get("p", 2))
+    return [_root(b, _sum(b, _window_taps(b, _power(b, x, p), win, 0.0)), p)]
+
+
+@converter("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
 def _global_pool(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     x = required(inputs)
     axes = list(range(2, len(shape_of(x))))
+    if b.op_type == "GlobalLpPool":
+        p = float(attrs.get("p", 2))
+        return [_root(b, b.reduce(graph.ReduceSumOp, _power(b, x, p), axes, True), p)]
     op_type = graph.ReduceMeanOp if b.op_type == "GlobalAveragePool" else graph.ReduceMaxOp
     return [b.reduce(op_type, x, axes, True)]
+
+
+# ---- normalization ------------------------------------------------------------------------
+
+
+@converter("InstanceNormalization")
+def _instance_norm(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """(x - mean) / sqrt(var + epsilon) * scale + bias, statistics per sample and channel."""
+    x, scale, bias = required(inputs, 0), required(inputs, 1), required(inputs, 2)
+    rank = len(shape_of(x))
+    if rank < 3:
+        raise b.fail(f"InstanceNormalization needs an input of rank >= 3, got {rank}")
+    axes = list(range(2, rank))
+    centred = b.binary(graph.SubOp, x, b.reduce(graph.ReduceMeanOp, x, axes, True))
+    variance = b.reduce(graph.ReduceMeanOp, b.binary(graph.MulOp, centred, centred), axes, True)
+    epsilon = np.array(float(attrs.get("epsilon", 1e-5)), np.float32)
+    inverse = b.unary(graph.RsqrtOp, b.binary(graph.AddOp, variance, epsilon))
+    channels = [shape_of(x)[1], *[1] * (rank - 2)]
+    result = b.binary(
+        graph.MulOp, centred, b.binary(graph.MulOp, inverse, b.reshape(scale, channels))
+    )
+    return [b.binary(graph.AddOp, result, b.reshape(bias, channels))]
+
+
+@converter("LpNormalization")
+def _lp_normalization(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    x = required(inputs)
+    p = int(attrs.get("p", 2))
+    if p not in (1, 2):
+        raise b.fail(f"LpNormalization p={p}: only 1 and 2 are defined")
+    axis = rules.normalize_axis(int(attrs.get("axis", -1)), len(shape_of(x)))
+    norm = _root(b, b.reduce(graph.ReduceSumOp, _power(b, x, p), [axis], True), p)
+    return [b.binary(graph.DivOp, x, norm)]
+
+
+@converter("LRN")
+def _lrn(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """x / (bias + alpha / size * (sum of x ** 2 over a window of channels)) ** beta."""
+    x = required(inputs)
+    shape = shape_of(x)
+    if len(shape) < 3:
+        raise b.fail(f"LRN needs an input of rank >= 3, got {len(shape)}")
+    size = int(attrs["size"])
+    alpha, beta = float(attrs.get("alpha", 1e-4)), float(attrs.get("beta", 0.75))
+    bias = float(attrs.get("bias", 1.0))
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    zeros = [0] * (len(shape) - 2)
+    squares = _pad(b, b.binary(graph.MulOp, x, x), [0, before, *zeros], [0, after, *zeros])
+    parts = [_slice(b, squares, [0, i, *zeros], shape, [1] * len(shape)) for i in range(size)]
+    scaled = b.binary(graph.MulOp, _sum(b, parts), np.array(alpha / size, np.float32))
+    base = b.binary(graph.AddOp, scaled, np.array(bias, np.float32))
+    return [b.binary(graph.DivOp, x, b.binary(graph.PowOp, base, np.array(beta, np.float32)))]
+
+
+# ---- Resize -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Resize:
+    """Resize's attributes (opset 11-19), with the defaults ONNX gives them."""
+
+    mode: str = "nearest"
+    transform: str = "half_pixel"
+    nearest_mode: str = "round_prefer_floor"
+    cubic_a: float = -0.75
+    exclude_outside: bool = False
+    antialias: bool = False
+    extrapolation: float = 0.0
+
+    @staticmethod
+    def of(attrs: Attrs) -> _Resize:
+        return _Resize(
+            _text(attrs, "mode", "nearest"),
+            _text(attrs, "coordinate_transformation_mode", "half_pixel"),
+            _text(attrs, "nearest_mode", "round_prefer_floor"),
+            float(attrs.get("cubic_coeff_a", -0.75)),
+            bool(attrs.get("exclude_outside", 0)),
+            bool(attrs.get("antialias", 0)),
+            float(attrs.get("extrapolation_value", 0.0)),
+        )
+
+
+_TRANSFORMS = (
+    "half_pixel",
+    "half_pixel_symmetric",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+    "tf_crop_and_resize",
+)
+
+
+def _source_coordinates(
+    how: _Resize, size: int, out: int, scale: float, roi: tuple[float, float]
+) -> Array:
+    """Where each output position samples the input, in input coordinates. As ONNX's
+    reference does, the resized length is scale * size, not rounded."""
+    y = np.arange(out, dtype=np.float64)
+    length = scale * size
+    if how.transform == "align_corners":
+        return np.zeros(out) if length == 1 else y * (size - 1) / (length - 1)
+    if how.transform == "asymmetric":
+        return y / scale
+    if how.transform == "tf_crop_and_resize":
+        start, end = roi
+        if length == 1:
+            return np.full(out, (end - start) * (size - 1) / 2 + start * (size - 1))
+        return y * (end - start) * (size - 1) / (length - 1) + start * (size - 1)
+    if how.transform == "pytorch_half_pixel" and length == 1:
+        return np.full(out, -0.5)
+    offset = 0.0
+    if how.transform == "half_pixel_symmetric":
+        offset = size / 2 * (1 - out / length)
+    return offset + (y + 0.5) / scale - 0.5
+
+
+def _cubic(distance: Array, a: float) -> Array:
+    """Keys' cubic convolution kernel with coefficient a."""
+    d = np.abs(distance)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+
+
+def _nearest_offset(how: _Resize, ratio: Array) -> Array:
+    """0 (the position left of x) or 1 (the next); ratio is in (0, 1], 1 when x is whole."""
+    choices = {
+        "round_prefer_floor": ratio > 0.5,
+        "round_prefer_ceil": ratio >= 0.5,
+        "floor": ratio == 1,
+        "ceil": np.ones_like(ratio, bool),
+    }
+    return choices[how.nearest_mode].astype(np.int64)
+
+
+def _filter_taps(how: _Resize, ratio: Array, scale: float) -> tuple[Array, Array]:
+    """Tap offsets (from the position left of x) and their weights, [out, taps]."""
+    stretch = min(scale, 1.0) if how.antialias else 1.0
+    support = 1.0 if how.mode == "linear" else 2.0
+    first = int(math.floor(-support / stretch) + 1)
+    offsets = np.arange(first, 2 - first)
+    distance = (offsets[None, :] - ratio[:, None]) * stretch
+    if how.mode == "linear":
+        weights = np.clip(1 - np.abs(distance), 0, 1)
+    else:
+        weights = _cubic(distance, how.cubic_a)
+    if how.antialias:
+        weights = weights / weights.sum(axis=1, keepdims=True)
+    return offsets, weights
+
+
+def _axis_sampling(
+    how: _Resize, size: int, out: int, scale: float, roi: tuple[float, float]
+) -> tuple[Array, Array | None, Array | None]:
+    """Input indices [out, taps] each output position reads along one axis, their weights
+    (None for nearest) and which positions take the extrapolation value (or None)."""
+    x = _source_coordinates(how, size, out, scale, roi)
+    left = np.ceil(x).astype(np.int64) - 1
+    ratio = x - left
+    outside = None
+    if how.transform == "tf_crop_and_resize":
+        outside = (x < 0) | (x > size - 1)
+    if how.mode == "nearest":
+        index = left + _nearest_offset(how, ratio)
+        return np.clip(index, 0, size - 1)[:, None], None, outside
+    offsets, weights = _filter_taps(how, ratio, scale)
+    index = left[:, None] + offsets[None, :]
+    if how.exclude_outside:
+        weights = np.where((index < 0) | (index >= size), 0.0, weights)
+        total = weights.sum(axis=1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    return np.clip(index, 0, size - 1), weights, outside
+
+
+def _resample_axis(
+    b: Builder, x: Value, axis: int, sampling: tuple[Array, Array | None, Array | None], fill: float
+) -> Value:
+    """Gathers along `axis` at each tap's indices, weighted and summed."""
+    index, weights, outside = sampling
+    rank = len(shape_of(x))
+    if weights is None:
+        result = _take(b, x, index[:, 0], axis)
+    else:
+        parts: list[Value] = []
+        for tap in range(index.shape[1]):
+            if not weights[:, tap].any():
+                continue
+            gathered = _take(b, x, index[:, tap], axis)
+            weight = _trailing(_constant_like(b, weights[:, tap], x), rank - axis)
+            parts.append(b.binary(graph.MulOp, gathered, weight))
+        result = _sum(b, parts)
+    if outside is not None and outside.any():
+        mask = _trailing(outside, rank - axis)
+        value = _constant_like(b, np.array(fill), x)
+        result = b.op(
+            graph.SelectOp, [mask, value, result], shape_of(result), element_of(result, b.node)
+        )
+    return result
+
+
+def _floats(b: Builder, value: Value, what: str) -> list[float]:
+    """A known float array as a list; an SSA value is refused, naming the input."""
+    if isinstance(value, SSAValue):
+        raise b.fail(b.must_be_constant(value, what))
+    return [float(v) for v in np.asarray(value, np.float64).reshape(-1)]
+
+
+def _present(value: Value | None) -> Value | None:
+    """An optional input given as an empty tensor counts as absent."""
+    if value is None or math.prod(shape_of(value)) == 0:
+        return None
+    return value
+
+
+def _resize_targets(
+    b: Builder, inputs: Inputs, attrs: Attrs, shape: Sequence[int], axes: list[int]
+) -> tuple[list[float], list[int]]:
+    """Scale and output size per axis in `axes`, from the scales or the sizes input."""
+    scales_in, sizes_in = _present(optional(inputs, 2)), _present(optional(inputs, 3))
+    if sizes_in is not None:
+        sizes = b.ints(sizes_in, "sizes")
+        if len(sizes) != len(axes):
+            raise b.fail(f"sizes has {len(sizes)} entries, expected {len(axes)}")
+        scales = [s / shape[a] for s, a in zip(sizes, axes, strict=True)]
+        policy = _text(attrs, "keep_aspect_ratio_policy", "stretch")
+        if policy == "stretch":
+            return scales, sizes
+        if policy not in ("not_larger", "not_smaller"):
+            raise b.fail(f"keep_aspect_ratio_policy {policy!r} is not defined")
+        scale = min(scales) if policy == "not_larger" else max(scales)
+        return [scale] * len(axes), [int(scale * shape[a] + 0.5) for a in axes]
+    if scales_in is None:
+        raise b.fail("Resize needs scales or sizes")
+    scales = _floats(b, scales_in, "scales")
+    if len(scales) != len(axes):
+        raise b.fail(f"scales has {len(scales)} entries, expected {len(axes)}")
+    if min(scales) <= 0:
+        raise b.fail(f"scales must be positive, got {scales}")
+    return scales, [int(s * shape[a]) for s, a in zip(scales, axes, strict=True)]
+
+
+def _resize(
+    b: Builder,
+    x: Value,
+    how: _Resize,
+    axes: list[int],
+    targets: tuple[list[float], list[int]],
+    roi: list[float] | None,
+) -> Value:
+    if how.mode not in ("nearest", "linear", "cubic"):
+        raise b.fail(f"Resize mode {how.mode!r} is not defined")
+    if how.transform not in _TRANSFORMS:
+        raise b.fail(f"coordinate_transformation_mode {how.transform!r} is not defined")
+    if how.mode != "nearest" and not _is_float(b, x):
+        raise b.fail(f"Resize mode {how.mode!r} on integers is not supported")
+    shape = shape_of(x)
+    for i, (axis, scale, out) in enumerate(zip(axes, *targets, strict=True)):
+        bounds = (0.0, 1.0) if roi is None else (roi[i], roi[i + len(axes)])
+        if math.isclose(scale, 1.0) and out == shape[axis] and bounds == (0.0, 1.0):
+            continue
+        if out < 1:
+            raise b.fail(f"Resize output size {out} on axis {axis} is empty")
+        sampling = _axis_sampling(how, shape[axis], out, scale, bounds)
+        x = _resample_axis(b, x, axis, sampling, how.extrapolation)
+    return x
+
+
+@converter("Resize")
+def _resize_node(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    x = required(inputs)
+    rank = len(shape_of(x))
+    if len(inputs) == 2:  # opset 10: (X, scales), as Upsample
+        return _upsample(b, inputs, attrs)
+    axes = [rules.normalize_axis(int(a), rank) for a in attrs.get("axes", range(rank))]
+    how = _Resize.of(attrs)
+    roi_in = _present(optional(inputs, 1))
+    roi = None
+    if how.transform == "tf_crop_and_resize":
+        if roi_in is None:
+            raise b.fail("tf_crop_and_resize needs the roi input")
+        roi = _floats(b, roi_in, "roi")
+        if len(roi) != 2 * len(axes):
+            raise b.fail(f"roi has {len(roi)} entries, expected {2 * len(axes)}")
+    targets = _resize_targets(b, inputs, attrs, shape_of(x), axes)
+    return [_resize(b, x, how, axes, targets, roi)]
+
+
+@converter("Upsample")
+def _upsample(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """Upsample (and opset-10 Resize): scales, asymmetric coordinates, nearest rounds down."""
+    x = required(inputs)
+    rank = len(shape_of(x))
+    scales = attrs.get("scales")
+    if scales is None:
+        scales = _floats(b, required(inputs, 1), "scales")
+    how = replace(_Resize.of(attrs), transform="asymmetric", nearest_mode="floor")
+    axes = list(range(rank))
+    outs = [int(s * d) for s, d in zip(scales, shape_of(x), strict=True)]
+    return [_resize(b, x, how, axes, ([float(s) for s in scales], outs), None)]

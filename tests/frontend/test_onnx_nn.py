@@ -1,0 +1,357 @@
+"""ONNX convolution, pooling, Resize and normalization operators equal onnxruntime (reference
+interpreter; a few compiled), and the plain 2-D NCHW path keeps its native graph ops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from graphfuse.frontend.onnx_builder import ImportFailure
+from graphfuse.frontend.onnx_import import from_onnx
+from graphfuse.testing.onnx_models import check_against_onnxruntime, onnxruntime_outputs
+from graphfuse.testing.onnx_models import model as unchecked_model
+
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+node = helper.make_node
+
+
+def _rand(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def model(
+    nodes: list[Any],
+    inputs: dict[str, np.ndarray],
+    outputs: dict[str, tuple[int, None]],
+    inits: dict[str, np.ndarray] | None = None,
+    opset: int = 18,
+) -> Any:
+    """onnx_models.model with the output shapes onnxruntime computes filled in."""
+    draft = unchecked_model(nodes, inputs, outputs, inits, opset, check=False)
+    shapes = [r.shape for r in onnxruntime_outputs(draft, inputs)]
+    typed = {n: (t, list(s)) for (n, (t, _)), s in zip(outputs.items(), shapes, strict=True)}
+    return unchecked_model(nodes, inputs, typed, inits, opset)
+
+
+def _check(
+    op: str,
+    x: np.ndarray,
+    inits: dict[str, np.ndarray] | None = None,
+    compile_it: bool = False,
+    outputs: tuple[str, ...] = ("y",),
+    opset: int = 18,
+    **attrs: Any,
+) -> None:
+    """One `op` node on input x (and initializers, in order), compared with onnxruntime."""
+    names = ["x", *(inits or {})]
+    built = model(
+        [node(op, names, list(outputs), **attrs)],
+        {"x": x},
+        {name: (I64 if name == "indices" else F, None) for name in outputs},
+        inits,
+        opset,
+    )
+    check_against_onnxruntime(built, {"x": x}, compile_it=compile_it)
+
+
+def _ops(built: Any) -> set[str]:
+    module = from_onnx(built)
+    return {op.name for op in module.walk()}
+
+
+# ---- convolution ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {},
+        {"strides": [2], "pads": [1, 2], "dilations": [2]},
+        {"auto_pad": "SAME_LOWER", "strides": [3]},
+        {"group": 2, "auto_pad": "SAME_UPPER"},
+    ],
+)
+def test_conv_1d(attrs: dict[str, Any]) -> None:
+    groups = attrs.get("group", 1)
+    x, w, bias = _rand(2, 4, 11), _rand(6, 4 // groups, 3, seed=1), _rand(6, seed=2)
+    _check("Conv", x, {"w": w, "b": bias}, **attrs)
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {},
+        {"strides": [2, 1, 2], "pads": [1, 0, 1, 0, 2, 1], "dilations": [2, 1, 1]},
+        {"auto_pad": "SAME_UPPER", "group": 2},
+        {"auto_pad": "SAME_LOWER", "strides": [2, 2, 1]},
+        {"pads": [0, 2, 1, 1, 0, 1], "dilations": [1, 2, 1]},
+    ],
+)
+def test_conv_3d(attrs: dict[str, Any]) -> None:
+    groups = attrs.get("group", 1)
+    x, w, bias = _rand(2, 4, 6, 7, 5), _rand(6, 4 // groups, 3, 2, 3, seed=1), _rand(6, seed=2)
+    _check("Conv", x, {"w": w, "b": bias}, **attrs)
+
+
+def test_conv_1d_and_3d_compiled() -> None:
+    x1, w1 = _rand(1, 3, 16), _rand(4, 3, 3, seed=1)
+    x3, w3 = _rand(1, 2, 5, 6, 6), _rand(3, 2, 3, 3, 3, seed=2)
+    nodes = [
+        node("Conv", ["x1", "w1"], ["y1"], pads=[1, 1], strides=[2]),
+        node("Conv", ["x3", "w3"], ["y3"], pads=[1, 0, 1, 1, 0, 1]),
+    ]
+    inputs = {"x1": x1, "x3": x3}
+    built = model(nodes, inputs, {"y1": (F, None), "y3": (F, None)}, {"w1": w1, "w3": w3})
+    check_against_onnxruntime(built, inputs, compile_it=True)
+
+
+def test_conv_2d_keeps_one_conv2d_and_native_pooling() -> None:
+    """The plain NCHW path real CNNs take: one graph.conv2d, native pools, no slices."""
+    x, w = _rand(1, 3, 8, 8), _rand(4, 3, 3, 3, seed=1)
+    nodes = [
+        node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        node("MaxPool", ["c"], ["m"], kernel_shape=[2, 2], strides=[2, 2]),
+        node("AveragePool", ["c"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        node("MaxPool", ["c"], ["mc"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+    ]
+    outputs = {name: (F, None) for name in ("m", "a", "mc")}
+    ops = _ops(model(nodes, {"x": x}, outputs, {"w": w}))
+    assert {"graph.conv2d", "graph.max_pool2d", "graph.avg_pool2d"} <= ops
+    assert "graph.slice" not in ops and "graph.pad" not in ops
+
+
+def test_conv_3d_is_one_conv2d() -> None:
+    x, w = _rand(1, 2, 4, 5, 5), _rand(3, 2, 3, 3, 3, seed=1)
+    built = model([node("Conv", ["x", "w"], ["y"])], {"x": x}, {"y": (F, None)}, {"w": w})
+    module = from_onnx(built)
+    assert [op.name for op in module.walk()].count("graph.conv2d") == 1
+
+
+# ---- ConvTranspose -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {},
+        {"strides": [3, 2], "output_padding": [1, 1]},
+        {"strides": [2, 2], "pads": [1, 2, 0, 1]},
+        {"strides": [3, 2], "output_shape": [10, 8]},
+        {"strides": [2, 2], "auto_pad": "SAME_UPPER"},
+        {"strides": [2, 3], "auto_pad": "SAME_LOWER"},
+        {"dilations": [2, 2], "pads": [3, 3, 3, 3]},
+        {"group": 2, "strides": [2, 1]},
+    ],
+)
+def test_conv_transpose_2d(attrs: dict[str, Any]) -> None:
+    groups = attrs.get("group", 1)
+    x, w, bias = _rand(2, 4, 3, 4), _rand(4, 6 // groups, 3, 3, seed=1), _rand(6, seed=2)
+    _check("ConvTranspose", x, {"w": w, "b": bias}, **attrs)
+
+
+def test_conv_transpose_1d_and_3d() -> None:
+    _check("ConvTranspose", _rand(1, 2, 5), {"w": _rand(2, 3, 3, seed=1)}, strides=[2], pads=[1, 0])
+    x3, w3 = _rand(1, 2, 3, 4, 3), _rand(2, 2, 2, 3, 2, seed=1)
+    _check("ConvTranspose", x3, {"w": w3}, strides=[2, 1, 2], output_padding=[1, 0, 0])
+
+
+def test_conv_transpose_of_a_computed_weight_compiled() -> None:
+    """A weight that is a graph input is flipped with graph.gather, not NumPy."""
+    x, w = _rand(1, 2, 4, 4), _rand(2, 3, 3, 2, seed=1)
+    built = model(
+        [node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], pads=[1, 0, 0, 1])],
+        {"x": x, "w": w},
+        {"y": (F, None)},
+    )
+    check_against_onnxruntime(built, {"x": x, "w": w}, compile_it=True)
+
+
+# ---- pooling -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool", "LpPool"])
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"kernel_shape": [3], "strides": [2], "pads": [1, 1]},
+        {"kernel_shape": [3], "strides": [2], "ceil_mode": 1},
+        {"kernel_shape": [2, 2, 3], "strides": [1, 2, 2], "pads": [1, 0, 1, 0, 1, 1]},
+        {"kernel_shape": [3, 3], "strides": [2, 2], "dilations": [2, 1], "pads": [1, 1, 2, 0]},
+        {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1, "pads": [1, 1, 1, 1]},
+        {"kernel_shape": [2, 3, 2], "auto_pad": "SAME_UPPER", "strides": [2, 2, 2]},
+    ],
+)
+def test_pooling_nd(op: str, attrs: dict[str, Any]) -> None:
+    if op == "LpPool" and attrs.get("ceil_mode"):
+        pytest.skip("onnxruntime's LpPool has no ceil_mode")
+    rank = len(attrs["kernel_shape"])
+    x = _rand(2, 3, *[9, 8, 7][:rank])
+    _check(op, x, opset=19, **attrs)  # AveragePool has dilations from opset 19
+
+
+@pytest.mark.parametrize("ceil_mode", [0, 1])
+def test_average_pool_count_include_pad_with_ceil_mode(ceil_mode: int) -> None:
+    """ceil_mode's extra window part is never counted, explicit pads are."""
+    x = _rand(1, 2, 8, 7)
+    attrs = {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1]}
+    _check("AveragePool", x, count_include_pad=1, ceil_mode=ceil_mode, **attrs)
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+def test_max_pool_indices(storage_order: int) -> None:
+    x = _rand(2, 3, 6, 7)
+    attrs = {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1]}
+    _check("MaxPool", x, outputs=("y", "indices"), storage_order=storage_order, **attrs)
+
+
+def test_pooling_compiled() -> None:
+    """Decomposed pools (-inf padding, count constants, indices) through the native build."""
+    x = _rand(1, 2, 5, 6, 5)
+    nodes = [
+        node("MaxPool", ["x"], ["m"], kernel_shape=[2, 3, 2], pads=[1, 1, 0, 0, 1, 1]),
+        node("AveragePool", ["x"], ["a"], kernel_shape=[3, 2, 2], strides=[2, 2, 2], ceil_mode=1),
+        node("LpPool", ["x"], ["l"], kernel_shape=[2, 2, 2], p=3),
+        node("GlobalLpPool", ["x"], ["g"], p=2),
+    ]
+    outputs = {name: (F, None) for name in ("m", "a", "l", "g")}
+    check_against_onnxruntime(model(nodes, {"x": x}, outputs), {"x": x}, compile_it=True)
+
+
+def test_max_pool_indices_compiled() -> None:
+    x = _rand(1, 2, 5, 5)
+    nodes = [node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], dilations=[2, 1])]
+    built = model(nodes, {"x": x}, {"y": (F, None), "i": (I64, None)})
+    check_against_onnxruntime(built, {"x": x}, compile_it=True)
+
+
+def test_global_lp_pool() -> None:
+    _check("GlobalLpPool", _rand(2, 3, 4, 5), p=3)
+    _check("GlobalLpPool", _rand(2, 3, 7), p=1)
+
+
+# ---- Resize --------------------------------------------------------------------------------
+
+
+def _resize(
+    x: np.ndarray,
+    sizes: list[int] | None = None,
+    scales: list[float] | None = None,
+    roi: list[float] | None = None,
+    compile_it: bool = False,
+    **attrs: Any,
+) -> None:
+    inits = {"roi": np.array(roi or [], np.float32)}
+    inits["scales"] = np.array(scales or [], np.float32)
+    if sizes is not None:
+        inits["sizes"] = np.array(sizes, np.int64)
+    _check("Resize", x, inits, compile_it=compile_it, **attrs)
+
+
+@pytest.mark.parametrize(
+    "nearest_mode", ["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]
+)
+@pytest.mark.parametrize(
+    "transform", ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"]
+)
+def test_resize_nearest(nearest_mode: str, transform: str) -> None:
+    x = _rand(1, 2, 4, 5)
+    attrs = {"coordinate_transformation_mode": transform, "nearest_mode": nearest_mode}
+    _resize(x, sizes=[1, 2, 7, 3], **attrs)
+    if transform != "align_corners":  # with scales, ONNX's reference and onnxruntime differ
+        _resize(x, scales=[1.0, 1.0, 2.0, 1.5], **attrs)
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize(
+    "transform",
+    ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"],
+)
+def test_resize_linear_and_cubic(mode: str, transform: str) -> None:
+    x = _rand(2, 3, 5, 6)
+    attrs = {"mode": mode, "coordinate_transformation_mode": transform}
+    _resize(x, sizes=[2, 3, 9, 4], **attrs)
+
+
+def test_resize_cubic_a_and_exclude_outside() -> None:
+    x = _rand(1, 1, 6, 5)
+    attrs = {"mode": "cubic", "cubic_coeff_a": -0.5, "exclude_outside": 1}
+    _resize(x, scales=[1.0, 1.0, 1.5, 0.6], **attrs)
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_antialias(mode: str) -> None:
+    _resize(_rand(1, 2, 9, 8), sizes=[1, 2, 4, 3], mode=mode, antialias=1)
+
+
+def test_resize_axes_and_keep_aspect_ratio() -> None:
+    x = _rand(1, 2, 4, 6)
+    _resize(x, sizes=[7, 5], axes=[3, 2], keep_aspect_ratio_policy="not_larger")
+    _resize(x, sizes=[7, 5], axes=[2, 3], keep_aspect_ratio_policy="not_smaller", mode="linear")
+
+
+def test_resize_tf_crop_and_resize() -> None:
+    x = _rand(1, 1, 5, 6)
+    roi = [0, 0, 0.2, -0.1, 1, 1, 0.9, 1.2]
+    attrs = {"coordinate_transformation_mode": "tf_crop_and_resize", "mode": "linear"}
+    _resize(x, sizes=[1, 1, 4, 7], roi=roi, extrapolation_value=2.5, **attrs)
+
+
+def test_resize_compiled() -> None:
+    x = _rand(1, 2, 4, 5)
+    _resize(x, sizes=[1, 2, 8, 3], mode="cubic", compile_it=True)
+    _resize(x, scales=[1.0, 1.0, 2.0, 2.0], compile_it=True)
+
+
+def test_resize_with_computed_scales_is_refused() -> None:
+    x = _rand(1, 1, 2, 2)
+    nodes = [node("Mul", ["s", "s"], ["s2"]), node("Resize", ["x", "", "s2"], ["y"])]
+    built = model(nodes, {"x": x, "s": np.ones(4, np.float32)}, {"y": (F, None)})
+    with pytest.raises(ImportFailure, match="scales .*must be"):
+        from_onnx(built)
+
+
+def test_upsample_nearest() -> None:
+    x = _rand(1, 2, 3, 3)
+    built = model(
+        [node("Upsample", ["x", "scales"], ["y"], mode="nearest")],
+        {"x": x},
+        {"y": (F, None)},
+        {"scales": np.array([1, 1, 2, 3], np.float32)},
+        opset=9,
+    )
+    check_against_onnxruntime(built, {"x": x})
+
+
+# ---- normalization -------------------------------------------------------------------------
+
+
+def test_instance_normalization() -> None:
+    x, scale, bias = _rand(2, 3, 4, 5), _rand(3, seed=1), _rand(3, seed=2)
+    _check("InstanceNormalization", x, {"scale": scale, "bias": bias}, epsilon=1e-3)
+    _check("InstanceNormalization", _rand(2, 3, 7), {"scale": scale, "bias": bias})
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_lp_normalization(p: int) -> None:
+    _check("LpNormalization", _rand(2, 3, 4), p=p, axis=1)
+
+
+def test_lrn() -> None:
+    _check("LRN", _rand(2, 7, 3, 4), size=3, alpha=0.01, beta=0.6, bias=1.5)
+    _check("LRN", _rand(2, 7, 3, 4), size=5)
+
+
+def test_normalizations_compiled() -> None:
+    x, scale, bias = _rand(2, 3, 4, 5), _rand(3, seed=1), _rand(3, seed=2)
+    nodes = [
+        node("InstanceNormalization", ["x", "scale", "bias"], ["i"]),
+        node("LpNormalization", ["x"], ["l"], p=2),
+        node("LRN", ["x"], ["r"], size=3),
+    ]
+    outputs = {name: (F, None) for name in ("i", "l", "r")}
+    built = model(nodes, {"x": x}, outputs, {"scale": scale, "bias": bias})
+    check_against_onnxruntime(built, {"x": x}, compile_it=True)
