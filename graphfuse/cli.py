@@ -53,22 +53,26 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if missing_required else 0
 
 
-def _load(path: str, input_shapes: Sequence[str] | None = None) -> ModuleOp:
-    """`compiler.load` of a file named on the command line (shapes from --input-shape)."""
+def _load(args: argparse.Namespace) -> ModuleOp:
+    """`compiler.load` of the file named on the command line (shapes from --input-shape,
+    known inputs from --constant)."""
     from graphfuse.compiler import load
-    from graphfuse.frontend.onnx_checks import parse_input_shapes
+    from graphfuse.frontend.onnx_checks import parse_constants, parse_input_shapes
 
-    return load(path, parse_input_shapes(input_shapes or []))
+    return load(
+        args.file, parse_input_shapes(args.input_shape or []), parse_constants(args.constant or [])
+    )
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Import an ONNX model as a graph-dialect module."""
-    from graphfuse.frontend.onnx_import import from_onnx, parse_input_shapes
+    from graphfuse.frontend.onnx_import import from_onnx, parse_constants, parse_input_shapes
     from graphfuse.outputs import check_output_file
 
     if args.output is not None:
         check_output_file(args.output)
-    module = from_onnx(args.file, parse_input_shapes(args.input_shape or []))
+    shapes = parse_input_shapes(args.input_shape or [])
+    module = from_onnx(args.file, shapes, constants=parse_constants(args.constant or []))
     _write_module(module, args.output, args.inline_weights)
     return 0
 
@@ -107,7 +111,7 @@ def op_counts(module: ModuleOp) -> tuple[Counter[FusionKind], Counter[str]]:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     """Print op counts by fusion kind and by op for a graph file."""
-    module = _load(args.file, args.input_shape)
+    module = _load(args)
     by_kind, by_name = op_counts(module)
     print(f"{args.file}: {sum(by_kind.values())} ops")
     print("by fusion kind:")
@@ -138,7 +142,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from graphfuse.dialects.graph import interpreter as reference
     from graphfuse.runtime.compiled import CompiledFunction
 
-    module = _load(args.file, args.input_shape)
+    module = _load(args)
     function = reference.find_function(module, args.entry)
     inputs = reference.random_inputs(function, args.seed)
     expected = reference.run(module, args.entry, *inputs) if args.reference or args.check else ()
@@ -267,7 +271,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     _check_outputs(args)
     if args.target == "cpu" and args.emit is None:
         return _compile_library(args)
-    module = _load(args.file, args.input_shape)
+    module = _load(args)
     if args.target == "nvptx" and args.emit is None:
         return _compile_nvptx(module, args)
     stage = Stage(args.emit)
@@ -287,13 +291,18 @@ def _compile_library(args: argparse.Namespace) -> int:
     """The CPU library, compiled from the file itself (not a module loaded here), so an
     unchanged model is found whole in the compile cache."""
     from graphfuse.compiler import compile as compile_module
-    from graphfuse.frontend.onnx_checks import parse_input_shapes
+    from graphfuse.frontend.onnx_checks import parse_constants, parse_input_shapes
     from graphfuse.runtime.compiled import CompiledFunction
 
     output = _default_output(args)
-    shapes = parse_input_shapes(args.input_shape or [])
     compiled = compile_module(
-        args.file, args.entry, "cpu", options=_options(args), output=output, input_shapes=shapes
+        args.file,
+        args.entry,
+        "cpu",
+        options=_options(args),
+        output=output,
+        input_shapes=parse_input_shapes(args.input_shape or []),
+        constants=parse_constants(args.constant or []),
     )
     assert isinstance(compiled, CompiledFunction)
     print(f"wrote {output}: {compiled!r}".replace(str(compiled.library_path), output))
@@ -431,7 +440,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     from graphfuse.passes.fusion.graph_fuse import GraphFusePass
 
     _check_files(args.output, args.dot)
-    module = _load(args.file, args.input_shape)
+    module = _load(args)
     before = {f.sym_name.data: Summary.of(kernel_stats(f)) for f in functions(module)}
     reference_run = _reference_results(module) if args.check else None
     notes: list[str] = []
@@ -583,6 +592,13 @@ def _input_shape_argument(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="NAME=D0xD1...",
         help="bind an ONNX input's dynamic dims (repeatable), e.g. input_ids=2x16",
+    )
+    parser.add_argument(
+        "--constant",
+        action="append",
+        metavar="NAME=V0,V1,...",
+        help="bind an ONNX input to known values (repeatable; a list, a number or a .npy "
+        "file), for inputs graphfuse needs at import such as axes, pads or a trip count",
     )
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
@@ -123,21 +124,25 @@ TARGETS = ("cpu", "cuda")
 def load(
     module_or_path: ModuleOp | str | Path,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    constants: Mapping[str, Any] | None = None,
 ) -> ModuleOp:
     """A verified graph module, checked as graphfuse input: parsed from a path (.mlir, or
-    .onnx imported with `input_shapes` binding its dynamic dimensions), or a copy of the
-    given module; anything else is refused in one line."""
+    .onnx imported with `input_shapes` binding its dynamic dimensions and `constants` its
+    inputs that must be known), or a copy of the given module; anything else is refused in
+    one line."""
     with timed("load"):
         if isinstance(module_or_path, ModuleOp):
             module = module_or_path.clone()
             verify(module)
         else:
-            module = _load_path(module_or_path, input_shapes or {})
+            module = _load_path(module_or_path, input_shapes or {}, constants or {})
         check_graph_module(module)
     return module
 
 
-def _load_path(path: object, input_shapes: Mapping[str, Sequence[int]]) -> ModuleOp:
+def _load_path(
+    path: object, input_shapes: Mapping[str, Sequence[int]], constants: Mapping[str, Any]
+) -> ModuleOp:
     if not isinstance(path, str | Path):
         raise GraphfuseError(
             f"expected an xDSL ModuleOp or the path of a .mlir or .onnx file, "
@@ -151,11 +156,12 @@ def _load_path(path: object, input_shapes: Mapping[str, Sequence[int]]) -> Modul
     if input_kind(path) == "onnx":
         from graphfuse.frontend.onnx_import import from_onnx
 
-        module = from_onnx(path, input_shapes)
+        module = from_onnx(path, input_shapes, constants=constants)
         _return_freed_memory()
         return module
-    if input_shapes:
-        raise GraphfuseError(f"{path}: --input-shape applies to .onnx models only")
+    if input_shapes or constants:
+        option = "--input-shape" if input_shapes else "--constant"
+        raise GraphfuseError(f"{path}: {option} applies to .onnx models only")
     return parse_file(path)
 
 
@@ -333,28 +339,34 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     options: CompileOptions = CompileOptions(),
     output: str | Path | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    constants: Mapping[str, Any] | None = None,
 ) -> CompiledFunction | CudaFunction:
     """Compile a graph-dialect module (or .mlir / .onnx file, `input_shapes` binding an
-    ONNX model's dynamic dimensions) and return `entry` as a callable taking and returning
-    NumPy arrays: for the CPU (`output` also writes the shared library there) or, with
+    ONNX model's dynamic dimensions, `constants` its inputs that must be known) and return
+    `entry` as a callable taking and returning NumPy arrays: for the CPU (`output` also
+    writes the shared library there) or, with
     target 'cuda', for the NVIDIA GPU the CUDA driver finds. A model file compiled to
     `output` before, unchanged, is found whole in the cache (graphfuse.compile_cache)."""
     _check_options_type(options)
     if target not in TARGETS:
         raise GraphfuseError(f"unknown target '{target}'; valid targets: {', '.join(TARGETS)}")
     if target == "cuda":
-        return _compile_cuda(module_or_path, entry, options, input_shapes)
+        return _compile_cuda(module_or_path, entry, options, input_shapes, constants)
     check_options(options, target)
     if output is not None:
         output = check_output_file(output)
     # Only libraries written out are kept whole (they stand alone); without `output`
     # the build reuses objects.
-    key = None if output is None else _model_key(module_or_path, entry, options, input_shapes)
+    key = (
+        None
+        if output is None
+        else _model_key(module_or_path, entry, options, input_shapes, constants)
+    )
     if key is not None and output is not None:
         found = compile_cache.lookup(key)
         if found is not None:
             return _from_cache(found, entry, output)
-    module = load(module_or_path, input_shapes)
+    module = load(module_or_path, input_shapes, constants)
     _entry(module, entry)
     with timed("graph to loop"):
         fuse(module, options)
@@ -406,6 +418,7 @@ def _model_key(
     entry: str,
     options: CompileOptions,
     input_shapes: Mapping[str, Sequence[int]] | None,
+    constants: Mapping[str, Any] | None = None,
 ) -> str | None:
     """The whole-model cache key of a model file (None for a module in memory)."""
     if not isinstance(module_or_path, str | Path) or _looks_like_mlir_text(str(module_or_path)):
@@ -417,6 +430,10 @@ def _model_key(
         settings = {f.name: getattr(options, f.name) for f in fields(options)}
         settings["resolved_cpu"] = options.target.resolved_cpu()
         settings["lanes"] = options.lanes or options.target.vector_lanes()
+        for name, value in sorted((constants or {}).items()):
+            import numpy as np
+
+            settings[f"constant {name}"] = np.asarray(value).tolist()
         return compile_cache.model_key(path, entry, settings, input_shapes)
 
 
@@ -447,6 +464,7 @@ def _compile_cuda(
     entry: str,
     options: CompileOptions,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    constants: Mapping[str, Any] | None = None,
 ) -> CudaFunction:
     """The GPU build: PTX per kernel for the GPU present (its chip unless options name
     one), loaded through the CUDA driver. Without a driver or GPU this fails first."""
@@ -455,7 +473,7 @@ def _compile_cuda(
     gpu = driver()
     if options.chip is None:
         options = replace(options, chip=gpu.info().chip)
-    module = load(module_or_path, input_shapes)
+    module = load(module_or_path, input_shapes, constants)
     _entry(module, entry)
     fuse(module, options, cpu=False)
     signature = to_gpu(module, options, entry)

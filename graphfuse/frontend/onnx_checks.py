@@ -238,5 +238,37 @@ def parse_input_shapes(specs: Sequence[str]) -> dict[str, list[int]]:
     return shapes
 
 
-def _bad_spec(spec: str, reason: str) -> ImportFailure:
-    return ImportFailure(f"--input-shape {spec!r}: {reason}")
+def _bad_spec(spec: str, reason: str, option: str = "--input-shape") -> ImportFailure:
+    return ImportFailure(f"{option} {spec!r}: {reason}")
+
+
+# ---- --constant ---------------------------------------------------------------------------
+
+
+def parse_constants(specs: Sequence[str]) -> dict[str, Any]:
+    """`name=V0,V1,...` strings (from --constant) as arrays: graph inputs a model takes but
+    graphfuse needs known at import (axes, shapes, pads, a Loop's trip count). The values
+    are numbers (a 1-D list, or one number for a scalar) or the path of a .npy file; the
+    importer converts them to the input's declared type and shape."""
+    import numpy as np
+
+    constants: dict[str, Any] = {}
+    for spec in specs:
+        name, equals, text = spec.partition("=")
+        if not name or not equals or not text.strip():
+            raise _bad_spec(spec, "expected NAME=V0,V1,... or NAME=FILE.npy", "--constant")
+        if text.strip().endswith(".npy"):
+            try:
+                constants[name] = np.load(text.strip(), allow_pickle=False)
+            except (OSError, ValueError) as error:
+                reason = f"cannot read it ({_first_line(error)})"
+                raise _bad_spec(spec, reason, "--constant") from None
+            continue
+        items = [t.strip() for t in text.split(",")]
+        try:
+            values = [int(t) if re.fullmatch(r"-?\d+", t) else float(t) for t in items]
+        except ValueError:
+            reason = "values must be numbers separated by commas"
+            raise _bad_spec(spec, reason, "--constant") from None
+        constants[name] = np.array(values if len(values) > 1 else values[0])
+    return constants

@@ -39,6 +39,7 @@ from graphfuse.frontend.onnx_checks import (
     as_model,
     load_model,
     node_label,
+    parse_constants,
     parse_input_shapes,
 )
 from graphfuse.frontend.onnx_control_flow import convert_if, convert_loop, convert_scan
@@ -61,7 +62,7 @@ _NOT_FOLDED = {
 _FOLDED_WHEN_KNOWN = ("Shape", "Size", "Constant", "ConstantOfShape", "Range")
 """Ops without a converter that the importer evaluates when their inputs are known."""
 _CONTROL_FLOW = {"If": convert_if, "Loop": convert_loop, "Scan": convert_scan}
-__all__ = ["from_onnx", "load_model", "parse_input_shapes"]
+__all__ = ["from_onnx", "load_model", "parse_constants", "parse_input_shapes"]
 
 
 class _Evaluator(Protocol):
@@ -195,12 +196,15 @@ class _Importer:
             declared = [
                 d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim
             ]
+            if None not in declared and array.size == int(np.prod(declared, dtype=np.int64)):
+                array = array.reshape(declared)  # a flat list from the command line
             if len(declared) != array.ndim or any(
                 d is not None and d != s for d, s in zip(declared, array.shape, strict=True)
             ):
                 shown = "x".join("?" if d is None else str(d) for d in declared)
                 raise ImportFailure(
-                    f"--constant {name}: shape {'x'.join(map(str, array.shape))} does not fit "
+                    f"--constant {name}: {array.size} value{'s' if array.size != 1 else ''} "
+                    f"of shape {'x'.join(map(str, array.shape)) or '() (a scalar)'} do not fit "
                     f"the declared shape {shown}"
                 )
         return array
