@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test pytest lit lint typecheck clean
+.PHONY: demo test pytest lit lint typecheck clean conformance
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,16 @@ typecheck: $(STAMP)
 	for d in dialects passes lowering; do ln -s "$(abspath .)/$$d" build/typecheck/graphfuse/$$d; done
 	cd build/typecheck && npx --yes pyright@1.1.414 --pythonpath "$(abspath $(BIN))/python" \
 		$$(find -L graphfuse -name '*.py' -not -path '*/__pycache__/*' -not -path 'graphfuse/testing/*')
+
+# ONNX's own backend conformance suite (every node case of onnx.backend.test whose inputs and
+# outputs are tensors), each case imported, compiled for the CPU and compared with ONNX's
+# expected outputs: prints the pass rate, the op types with a passing case and every case
+# that does not pass, grouped by reason. `make test` runs the whole suite on the reference
+# interpreter and a compiled sample of it (tests/frontend/test_onnx_conformance.py).
+conformance: $(STAMP)
+	mkdir -p build
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m graphfuse.testing.onnx_conformance \
+		--json build/conformance.json
 
 # The ONNX differential fuzzer (graphfuse/testing): random valid models checked against
 # onnxruntime for MINUTES, failures reduced to small repros, counts and repros listed in

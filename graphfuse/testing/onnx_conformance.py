@@ -31,6 +31,7 @@ import io
 import json
 import os
 import re
+import selectors
 import subprocess
 import sys
 import time
@@ -235,106 +236,98 @@ def _worker(mode: str) -> None:
     sys.stdout = sys.stderr  # stray prints must not corrupt the protocol
     for line in sys.stdin:
         name = line.strip()
-        if not name:
-            continue
-        outcome = run_case(cases[name], mode)
-        out.write(json.dumps(outcome.__dict__) + "\n")
-        out.flush()
+        if name:
+            out.write(json.dumps(run_case(cases[name], mode).__dict__) + "\n")
+            out.flush()
 
 
-def run_cases(  # noqa: C901 - one scheduling loop over worker pipes
-    names: Sequence[str], mode: str = "compile", jobs: int | None = None, timeout: float = 300
-) -> Iterator[Outcome]:
-    """Run cases in `jobs` worker processes; yields outcomes as they finish."""
-    cases = all_cases()
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(names)))
-    pending = collections.deque(names)
-    import selectors
+class _Worker:
+    """One worker process running one case at a time."""
 
-    selector = selectors.DefaultSelector()
-    running: dict[Any, tuple[subprocess.Popen[str], str, float]] = {}
-
-    def start_one() -> None:
-        if not pending:
-            return
-        name = pending.popleft()
-        reason = exclusion(name)
-        if reason is not None:
-            finished.append(Outcome(name, cases[name].op_type, "excluded", reason, 0.0))
-            start_one()
-            return
-        process = subprocess.Popen(
+    def __init__(self, mode: str) -> None:
+        self.process = subprocess.Popen(
             [sys.executable, "-m", "graphfuse.testing.onnx_conformance", "--worker", mode],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
         )
-        feed(process, name)
+        self.case = ""
+        self.began = 0.0
 
-    def feed(process: subprocess.Popen[str], name: str) -> None:
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(name + "\n")
-        process.stdin.flush()
-        running[process.stdout] = (process, name, time.monotonic())
-        selector.register(process.stdout, selectors.EVENT_READ)
+    def send(self, name: str) -> None:
+        assert self.process.stdin is not None
+        self.case, self.began = name, time.monotonic()
+        self.process.stdin.write(name + "\n")
+        self.process.stdin.flush()
 
-    finished: list[Outcome] = []
-    for _ in range(jobs):
-        start_one()
-    while running or finished:
-        while finished:
-            yield finished.pop()
-        if not running:
-            break
-        events = selector.select(timeout=5)
-        for key, _ in events:
-            stream = key.fileobj
-            process, name, began = running.pop(stream)
-            selector.unregister(stream)
-            line = process.stdout.readline() if process.stdout else ""
-            if line:
-                yield Outcome(**json.loads(line))
-                while pending and exclusion(pending[0]) is not None:
-                    skipped = pending.popleft()
-                    yield Outcome(
-                        skipped, cases[skipped].op_type, "excluded", exclusion(skipped) or "", 0.0
-                    )
-                if pending:
-                    feed(process, pending.popleft())
-                else:
-                    _stop(process)
-            else:
-                code = process.wait()
-                yield Outcome(
-                    name,
-                    cases[name].op_type,
-                    "crash",
-                    f"worker died (exit {code})",
-                    time.monotonic() - began,
-                )
-                start_one()
-        now = time.monotonic()
-        for stream, (process, name, began) in list(running.items()):
-            if now - began > timeout:
-                running.pop(stream)
-                selector.unregister(stream)
-                process.kill()
-                process.wait()
-                yield Outcome(
-                    name,
-                    cases[name].op_type,
-                    "crash",
-                    f"timed out after {timeout:.0f} s",
-                    now - began,
-                )
-                start_one()
+    def receive(self) -> Outcome:
+        """The outcome of the case sent; a crash if the process died on it."""
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if line:
+            return Outcome(**json.loads(line))
+        code = self.process.wait()
+        return self._crash(f"worker died (exit {code})")
+
+    def kill(self, timeout: float) -> Outcome:
+        self.process.kill()
+        self.process.wait()
+        return self._crash(f"timed out after {timeout:.0f} s")
+
+    def _crash(self, detail: str) -> Outcome:
+        op_type = all_cases()[self.case].op_type
+        return Outcome(self.case, op_type, "crash", detail, time.monotonic() - self.began)
+
+    def stop(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        self.process.wait()
 
 
-def _stop(process: subprocess.Popen[str]) -> None:
-    if process.stdin:
-        process.stdin.close()
-    process.wait()
+def run_cases(
+    names: Sequence[str], mode: str = "compile", jobs: int | None = None, timeout: float = 300
+) -> Iterator[Outcome]:
+    """Run cases in `jobs` worker processes; yields outcomes as they finish. A worker that
+    dies or runs past `timeout` on a case reports it as a crash and is replaced."""
+    cases = all_cases()
+    pending = collections.deque(n for n in names if exclusion(n) is None)
+    for name in names:
+        reason = exclusion(name)
+        if reason is not None:
+            yield Outcome(name, cases[name].op_type, "excluded", reason, 0.0)
+    selector = selectors.DefaultSelector()
+
+    def next_case(worker: _Worker) -> None:
+        if not pending:
+            worker.stop()
+            return
+        worker.send(pending.popleft())
+        assert worker.process.stdout is not None
+        selector.register(worker.process.stdout, selectors.EVENT_READ, worker)
+
+    for _ in range(max(1, min(jobs or os.cpu_count() or 1, len(pending)))):
+        if pending:
+            next_case(_Worker(mode))
+    while selector.get_map():
+        for key, _ in selector.select(timeout=5):
+            worker: _Worker = key.data
+            selector.unregister(key.fileobj)
+            outcome = worker.receive()
+            yield outcome
+            next_case(worker if outcome.status != "crash" else _Worker(mode))
+        for worker in _overdue(selector, timeout):
+            yield worker.kill(timeout)
+            next_case(_Worker(mode))
+
+
+def _overdue(selector: selectors.BaseSelector, timeout: float) -> list[_Worker]:
+    """The workers on one case for longer than `timeout`, no longer watched."""
+    now = time.monotonic()
+    late = [k for k in selector.get_map().values() if now - k.data.began > timeout]
+    for key in late:
+        selector.unregister(key.fileobj)
+    return [k.data for k in late]
 
 
 # ---- the report ---------------------------------------------------------------------------
