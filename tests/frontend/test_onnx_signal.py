@@ -137,6 +137,13 @@ def test_dft_on_the_channel_axis_is_refused() -> None:
         from_onnx(built)
 
 
+def test_dft_too_large_for_a_matrix_is_refused() -> None:
+    x = _rand(1, 4096, 2)
+    built = _dft_model(x, [1, 4096, 2], 17, 1, None)
+    with pytest.raises(ImportFailure, match=r"4096-point DFT .* 8192x8192 matrix \(256 MiB\)"):
+        from_onnx(built)
+
+
 # ---- STFT ------------------------------------------------------------------------------------
 
 
