@@ -447,6 +447,10 @@ def _tuple_positions(b: Builder, indices: Value, dims: Sequence[int]) -> Value:
 def _gather_elements(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     data, indices = required(inputs, 0), required(inputs, 1)
     axis = rules.normalize_axis(attrs.get("axis", 0), len(shape_of(data)))
+    if len(shape_of(indices)) != len(shape_of(data)):
+        raise b.fail(
+            f"indices of rank {len(shape_of(indices))} for data of rank {len(shape_of(data))}"
+        )
     return [_take_along(b, data, indices, axis)]
 
 
@@ -493,6 +497,11 @@ def _scatter_elements(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     data, indices, updates = required(inputs, 0), required(inputs, 1), required(inputs, 2)
     shape = shape_of(data)
     axis = rules.normalize_axis(attrs.get("axis", 0), len(shape))
+    if shape_of(updates) != shape_of(indices) or len(shape_of(indices)) != len(shape):
+        raise b.fail(
+            f"indices {rules.format_shape(shape_of(indices))} and updates "
+            f"{rules.format_shape(shape_of(updates))} must have one shape, of the data's rank"
+        )
     count = math.prod(shape_of(indices))
     targets = b.reshape(_element_positions(b, indices, shape, axis), [count])
     flat = b.reshape(data, [math.prod(shape)])
@@ -529,22 +538,66 @@ def _scatter_rows(b: Builder, rows: Value, targets: Value, updates: Value, reduc
     """rows [R, ...] with update j ([n, ...]) written to (or combined into) row targets[j].
 
     Updates are applied in order, as ONNX's reference does: with no reduction the last of
-    several updates to one row wins. Computed targets are compared with every row, the
-    one-hot mask selecting what each row receives; known ones are resolved here.
+    several updates to one row wins.
     """
+    if isinstance(targets, SSAValue):
+        return _scatter_computed(b, rows, targets, updates, reduction)
+    count = shape_of(rows)[0]
+    if targets.size and not (targets.min() >= 0 and targets.max() < count):
+        raise b.fail(f"a scatter index is out of range for {count} rows")
+    ones = [1] * (len(shape_of(rows)) - 1)
+    combine = _COMBINE.get(reduction)
+    result = rows
+    for layer in _scatter_layers(targets, count, reduction):
+        source = np.zeros(count, np.int64)
+        source[targets[layer]] = layer
+        received = np.zeros(count, np.bool_)
+        received[targets[layer]] = True
+        picked = _take(b, updates, source, 0)
+        new = picked if combine is None else _binary(b, combine, result, picked)
+        result = new if received.all() else _select(b, received.reshape(count, *ones), new, result)
+    return result
+
+
+_COMBINE: dict[str, type[Operation]] = {
+    "add": graph.AddOp,
+    "mul": graph.MulOp,
+    "max": graph.MaxOp,
+    "min": graph.MinOp,
+}
+
+
+def _scatter_layers(targets: Array, count: int, reduction: str) -> list[Array]:
+    """Known targets as layers of update numbers, each row receiving at most one update per
+    layer and its updates in order: with no reduction only the last per row, else the
+    k-th update of every row in layer k."""
+    numbers = np.arange(len(targets), dtype=np.int64)
+    if reduction == "none":
+        last = np.full(count, -1, np.int64)
+        np.maximum.at(last, targets, numbers)
+        return [last[last >= 0]]
+    order = np.argsort(targets, kind="stable")
+    starts = np.flatnonzero(np.diff(targets[order], prepend=-1))
+    run_start = np.repeat(starts, np.diff(np.append(starts, len(targets))))
+    occurrence = np.empty(len(targets), np.int64)
+    occurrence[order] = numbers - run_start
+    return [np.flatnonzero(occurrence == k) for k in range(int(occurrence.max()) + 1)]
+
+
+def _scatter_computed(
+    b: Builder, rows: Value, targets: SSAValue, updates: Value, reduction: str
+) -> Value:
+    """Every computed target compared with every row: the one-hot mask selects what each
+    row receives, reduced over the updates."""
     count, updates_count = shape_of(rows)[0], shape_of(targets)[0]
     rest = list(shape_of(rows)[1:])
-    if reduction == "none" and not isinstance(targets, SSAValue):
-        last = np.full(count, -1, np.int64)
-        np.maximum.at(last, targets, np.arange(updates_count, dtype=np.int64))
-        return _scatter_last(b, rows, last, updates)
     pairs = count * updates_count * (math.prod(rest) if reduction != "none" else 1)
     if pairs > SCATTER_LIMIT:
         raise b.fail(
             f"scattering {updates_count} updates into {count} rows with computed indices "
             f"compares {pairs} pairs, more than graphfuse's limit of {SCATTER_LIMIT}"
         )
-    hit = _compare(b, "eq", b.reshape(targets, [1, updates_count]), _iota(count, 0, 2))
+    hit = b.compare("eq", b.reshape(targets, [1, updates_count]), _iota(count, 0, 2))
     if reduction == "none":
         order = _iota(updates_count, 1, 2)
         chosen = _select(b, hit, order, np.array(-1, np.int64))
@@ -553,20 +606,14 @@ def _scatter_rows(b: Builder, rows: Value, targets: Value, updates: Value, reduc
     spread = b.reshape(updates, [1, updates_count, *rest])
     if reduction in ("max", "min"):
         own = b.reshape(rows, [count, 1, *rest])
-        reduce_op, combine = _EXTREMES[reduction]
+        reduce_op = graph.ReduceMaxOp if reduction == "max" else graph.ReduceMinOp
         received = _reduce(b, reduce_op, _select(b, hit, spread, own), [1], False)
-        return _binary(b, combine, rows, received)
+        return _binary(b, _COMBINE[reduction], rows, received)
     dtype = numpy_dtype(element_of(rows, b.node))
     chosen = _select(b, hit, spread, np.array(1 if reduction == "mul" else 0, dtype))
     if reduction == "add":
         return _binary(b, graph.AddOp, rows, _reduce(b, graph.ReduceSumOp, chosen, [1], False))
     return _binary(b, graph.MulOp, rows, _reduce_product(b, chosen, 1))
-
-
-_EXTREMES: dict[str, tuple[type[Operation], type[Operation]]] = {
-    "max": (graph.ReduceMaxOp, graph.MaxOp),
-    "min": (graph.ReduceMinOp, graph.MinOp),
-}
 
 
 def _scatter_last(b: Builder, rows: Value, last: Value, updates: Value) -> Value:
@@ -614,6 +661,10 @@ def _arg_extreme(
     among the equal ones."""
     rank, count = len(shape_of(x)), shape_of(x)[axis]
     hit = b.compare("eq", x, b.reduce(reduce_op, x, [axis], True))
+    if numpy_dtype(element_of(x, b.node)).kind == "f":
+        # The reduction propagates NaN, which equals nothing: NaN positions are the hits
+        # then (the first NaN, as NumPy's argmax).
+        hit = _select(b, b.compare("eq", x, x), hit, np.array(True))
     miss = np.array(-1 if last else count, np.int64)
     candidates = _select(b, hit, _iota(count, axis, rank), miss)
     pick = graph.ReduceMaxOp if last else graph.ReduceMinOp

@@ -44,6 +44,18 @@ def test_argmax_argmin_first_and_last_of_ties_compiled() -> None:
     check_against_onnxruntime(model(nodes, {"x": x}, outputs), {"x": x}, compile_it=True)
 
 
+def test_argmax_of_nan_is_the_first_nan_compiled() -> None:
+    x = np.array([[1, np.nan, 3, np.nan], [2, 5, 5, 1]], np.float32)
+    nodes = [
+        node("ArgMax", ["x"], ["first"], axis=1, keepdims=0),
+        node("ArgMin", ["x"], ["last"], axis=1, keepdims=0, select_last_index=1),
+    ]
+    module = graphfuse.from_onnx(model(nodes, {"x": x}, {"first": (I64, [2]), "last": (I64, [2])}))
+    for first, last in [reference.run(module, "main", x), graphfuse.compile(module)(x)]:
+        np.testing.assert_array_equal(first, [1, 1])
+        np.testing.assert_array_equal(last, [3, 3])
+
+
 def test_hardmax_marks_the_first_maximum() -> None:
     x = np.array([[[1, 4, 4], [2, 0, 2]], [[7, 7, 1], [0, 0, 0]]], np.float32)
     nodes = [node("Hardmax", ["x"], ["y"], axis=1), node("Hardmax", ["x"], ["z"])]
@@ -154,14 +166,28 @@ def test_scatter_without_reduction_last_duplicate_wins_compiled() -> None:
     np.testing.assert_array_equal(graphfuse.compile(module)(data, indices, updates), expected)
 
 
-def test_scatter_nd_with_known_indices_gathers_no_comparison() -> None:
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max"])
+def test_scatter_with_known_indices_gathers_without_comparing(reduction: str) -> None:
     data, updates = _rand(4, 3), _rand(2, 3, seed=1)
-    nodes = [node("ScatterND", ["data", "rows", "updates"], ["y"])]
-    inputs = {"data": data, "updates": updates}
-    inits = {"rows": np.array([[3], [1]], np.int64)}
-    built = model(nodes, inputs, {"y": (F, [4, 3])}, inits)
-    check_against_onnxruntime(built, inputs)
+    flat_updates = _rand(1, 5, seed=2)
+    nodes = [
+        node("ScatterND", ["data", "rows", "updates"], ["nd"], reduction=reduction),
+        node(
+            "ScatterElements", ["data", "cells", "flat_updates"], ["e"], axis=1, reduction=reduction
+        ),
+    ]
+    inputs = {"data": data, "updates": updates, "flat_updates": flat_updates}
+    inits = {"rows": np.array([[3], [1]], np.int64), "cells": np.array([[2, -1, 0, 2, 2]])}
+    built = model(nodes, inputs, {"nd": (F, [4, 3]), "e": (F, [4, 3])}, inits)
+    if reduction != "none":  # onnxruntime's choice among duplicates is its own
+        check_against_onnxruntime(built, inputs)
     assert "graph.compare" not in _ops(built)
+    expected = data.copy()
+    for update, column in zip(flat_updates[0], [2, 2, 0, 2, 2], strict=True):
+        combine = {"none": lambda a, u: u, "add": np.add, "mul": np.multiply, "max": np.maximum}
+        expected[0, column] = combine[reduction](expected[0, column], update)
+    got = reference.run(graphfuse.from_onnx(built), "main", *inputs.values())[1]
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
 
 
 def test_scatter_with_too_many_computed_pairs_is_refused() -> None:
