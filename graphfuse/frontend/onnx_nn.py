@@ -1074,8 +1074,9 @@ class _Sampler:
         return (0.0, self.size - 1.0) if self.align_corners else (-0.5, self.size - 0.5)
 
 
-def _grid_coordinate(b: Builder, g: Value, s: _Sampler, nearest: bool) -> Value:
-    """The input coordinate a normalized grid value samples, padding mode applied."""
+def _grid_coordinate(b: Builder, g: Value, s: _Sampler, mode: str) -> Value:
+    """The input coordinate a normalized grid value samples, padding mode applied (not for
+    cubic, whose taps each get it, as onnxruntime and PyTorch do)."""
     if s.align_corners:
         x = b.binary(
             graph.MulOp,
@@ -1087,8 +1088,10 @@ def _grid_coordinate(b: Builder, g: Value, s: _Sampler, nearest: bool) -> Value:
             graph.MulOp, b.binary(graph.AddOp, g, _scalar(b, 1.0, g)), _scalar(b, s.size / 2, g)
         )
         x = b.binary(graph.SubOp, scaled, _scalar(b, 0.5, g))
-    if nearest:
+    if mode == "nearest":
         x = _round_half_even(b, x)
+    if mode == "cubic":
+        return x
     if s.padding == "border":
         return _clamp(b, x, 0.0, s.size - 1.0)
     if s.padding == "reflection":
@@ -1174,7 +1177,7 @@ def _grid_sample(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
         component = len(spatial) - 1 - i  # the grid lists x (the last dim) first
         g = _slice(b, grid, [0] * (rank - 1) + [component], [*grid_shape[:-1], 1], [1] * rank)
         g = b.reshape(g, [n, *out])
-        coordinate = _grid_coordinate(b, g, sampler, mode == "nearest")
+        coordinate = _grid_coordinate(b, g, sampler, mode)
         per_dim.append(
             [
                 (*_grid_tap(b, index, sampler), weight)
