@@ -403,13 +403,16 @@ def _index(b: Builder, indices: Value, dim: int | Array) -> Value:
     return _select(b, negative, b.binary(graph.AddOp, indices, dim_array), indices)
 
 
-def _scaled_sum(b: Builder, terms: Sequence[tuple[Value, int]], known: Array) -> Value:
-    """sum(value * scale) + known, with no op for a zero `known` or a unit scale."""
-    total: Value | None = known if known.any() else None
+def _scaled_sum(b: Builder, terms: Sequence[tuple[Value, int]], shape: Sequence[int]) -> Value:
+    """sum(value * scale) broadcast to `shape` (zeros for no terms), with no op for a unit
+    scale. Known terms are small iotas, so no constant of the full shape is made."""
+    total: Value | None = None
     for value, scale in terms:
         scaled = value if scale == 1 else _binary(b, graph.MulOp, value, np.array(scale, np.int64))
         total = scaled if total is None else _binary(b, graph.AddOp, total, scaled)
-    return known if total is None else total
+    if total is None:
+        return np.zeros(shape, np.int64)
+    return _broadcast(b, total, shape)
 
 
 def _element_positions(b: Builder, indices: Value, shape: Sequence[int], axis: int) -> Value:
@@ -417,12 +420,11 @@ def _element_positions(b: Builder, indices: Value, shape: Sequence[int], axis: i
     for its own coordinate along `axis` (GatherElements, ScatterElements)."""
     index_shape = shape_of(indices)
     strides = _row_major_strides(shape)
-    grid = np.indices(index_shape, dtype=np.int64)
-    known = np.zeros(index_shape, np.int64)
-    for d in range(len(index_shape)):
-        if d != axis:
-            known += grid[d] * strides[d]
-    return _scaled_sum(b, [(_index(b, indices, shape[axis]), strides[axis])], known)
+    terms: list[tuple[Value, int]] = [(_index(b, indices, shape[axis]), strides[axis])]
+    for d, size in enumerate(index_shape):
+        if d != axis and size > 1:
+            terms.append((_iota(size, d, len(index_shape)), strides[d]))
+    return _scaled_sum(b, terms, index_shape)
 
 
 def _tuple_positions(b: Builder, indices: Value, dims: Sequence[int]) -> Value:
@@ -440,7 +442,7 @@ def _tuple_positions(b: Builder, indices: Value, dims: Sequence[int]) -> Value:
         else:
             component = np.asarray(indices[..., j])
         terms.append((_index(b, component, dims[j]), strides[j]))
-    return _scaled_sum(b, terms, np.zeros(outer, np.int64))
+    return _scaled_sum(b, terms, outer)
 
 
 @converter("GatherElements")
@@ -475,11 +477,12 @@ def _gather_nd(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
             f"{rules.format_shape(shape)} with batch_dims={batch}"
         )
     dims = shape[batch : batch + k]
-    positions = _tuple_positions(b, indices, dims)
-    if batch:
-        grid = np.indices(index_shape[:-1], dtype=np.int64)[:batch]
-        batch_position = np.ravel_multi_index(tuple(grid), shape[:batch]) * math.prod(dims)
-        positions = _binary(b, graph.AddOp, positions, batch_position.astype(np.int64))
+    outer = index_shape[:-1]
+    terms: list[tuple[Value, int]] = [(_tuple_positions(b, indices, dims), 1)]
+    strides = _row_major_strides(shape[: batch + k])
+    for d in range(batch):
+        terms.append((_iota(outer[d], d, len(outer)), strides[d]))
+    positions = _scaled_sum(b, terms, outer)
     flat = b.reshape(data, [math.prod(shape[: batch + k]), *shape[batch + k :]])
     return [_take(b, flat, positions, 0)]
 
@@ -914,7 +917,7 @@ def _einsum_terms(b: Builder, equation: str, ranks: Sequence[int]) -> tuple[list
         for t, e in zip(terms, own, strict=True)
     ]
     for term, rank in zip(terms, ranks, strict=True):
-        if len(term) != rank or not term.isalpha():
+        if len(term) != rank or not all(c.isalpha() for c in term):
             raise b.fail(f"subscripts '{term}' do not fit an operand of rank {rank}")
     if arrow:
         return terms, output.replace("...", dots)

@@ -237,6 +237,18 @@ def test_einsum_equations(equation: str, shapes: list[tuple[int, ...]], out: lis
     check_against_onnxruntime(model(nodes, inputs, {"y": (F, out)}), inputs)
 
 
+def test_einsum_attention_and_diagonal_compiled() -> None:
+    q, k, m = _rand(2, 3, 4, 5), _rand(2, 3, 6, 5, seed=1), _rand(3, 4, 4, seed=2)
+    nodes = [
+        node("Einsum", ["q", "k"], ["scores"], equation="bhqd,bhkd->bhqk"),
+        node("Einsum", ["m"], ["diagonal"], equation="...ii->...i"),
+        node("Einsum", ["m", "q"], ["mixed"], equation="hij,bhjd->bhid"),
+    ]
+    inputs = {"q": q, "k": k, "m": m}
+    outputs = {"scores": (F, [2, 3, 4, 6]), "diagonal": (F, [3, 4]), "mixed": (F, [2, 3, 4, 5])}
+    check_against_onnxruntime(model(nodes, inputs, outputs), inputs, compile_it=True)
+
+
 def test_reverse_sequence_with_computed_lengths() -> None:
     x = _rand(4, 3, 2)
     lens = np.array([4, 1, 2], np.int64)
