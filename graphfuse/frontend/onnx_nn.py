@@ -1217,3 +1217,52 @@ def _grid_gather(
     if weight is None:
         return gathered
     return b.binary(graph.MulOp, gathered, b.reshape(weight, [count, 1]))
+
+
+# ---- MaxUnpool ----------------------------------------------------------------------------
+
+_UNPOOL_LIMIT = 1 << 24
+"""MaxUnpool compares every output position with every index: refused past this many pairs."""
+
+
+@converter("MaxUnpool")
+def _max_unpool(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """y[p] = x[i] where indices[i] == p, else 0: the computed indices are compared with
+    every output position (a duplicate index, from overlapping windows, holds one value).
+    As ONNX's reference does, indices address the inferred output shape; output_shape then
+    pads it at the end."""
+    x, indices = required(inputs, 0), required(inputs, 1)
+    shape = shape_of(x)
+    if len(shape) < 3 or shape_of(indices) != shape:
+        raise b.fail("MaxUnpool needs X and I of the same shape [N, C, *D]")
+    if not _is_float(b, x):
+        raise b.fail("MaxUnpool on integers is not supported")
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    n = len(kernel)
+    strides = _spatial_list(b, attrs, "strides", n, 1)
+    pads = _spatial_list(b, attrs, "pads", 2 * n, 0)
+    out = [
+        (size - 1) * s - lo - hi + k
+        for size, s, lo, hi, k in zip(shape[2:], strides, pads[:n], pads[n:], kernel, strict=True)
+    ]
+    target = out if optional(inputs, 2) is None else b.ints(inputs[2], "output_shape")[-n:]
+    positions, count = math.prod(out), math.prod(shape[2:])
+    if shape[0] * shape[1] * positions * count > _UNPOOL_LIMIT:
+        raise b.fail(
+            f"MaxUnpool to {rules.format_shape(out)} from {count} values per channel is too "
+            "large: computed indices are compared with every output position"
+        )
+    lead = [shape[0], shape[1]]
+    flat_x = b.reshape(x, [*lead, 1, count])
+    flat_i = b.reshape(b.cast(indices, IntegerType(64)), [*lead, 1, count])
+    targets = np.arange(shape[0] * shape[1] * positions, dtype=np.int64).reshape(
+        *lead, positions, 1
+    )
+    hits = b.compare("eq", flat_i, targets)
+    zero, one = _scalar(b, 0.0, x), _scalar(b, 1.0, x)
+    total = b.reduce(graph.ReduceSumOp, _where(b, hits, flat_x, zero), [3], False)
+    matches = b.reduce(graph.ReduceSumOp, _where(b, hits, one, zero), [3], False)
+    result = b.binary(graph.DivOp, total, b.binary(graph.MaxOp, matches, one))
+    result = b.reshape(result, [*lead, *out])
+    grow = [t - o for t, o in zip(target, out, strict=True)]
+    return [_pad(b, result, [0] * len(shape), [0, 0, *grow])]

@@ -406,3 +406,25 @@ def test_grid_sample_and_col2im_compiled() -> None:
     inits = {"image": np.array([4, 5], np.int64), "block": np.array([2, 2], np.int64)}
     outputs = {name: (F, None) for name in ("g", "c", "i")}
     check_against_onnxruntime(model(nodes, inputs, outputs, inits, opset=20), inputs, True)
+
+
+def test_max_unpool_of_max_pool_indices_compiled() -> None:
+    """Indices computed by MaxPool (overlapping windows: some repeat) scattered back."""
+    x = _rand(2, 3, 5, 5)
+    pool = {"kernel_shape": [3, 3], "strides": [2, 2]}
+    nodes = [
+        node("MaxPool", ["x"], ["p", "i"], **pool),
+        node("MaxUnpool", ["p", "i"], ["y"], **pool),
+    ]
+    check_against_onnxruntime(model(nodes, {"x": x}, {"y": (F, None)}), {"x": x}, True)
+
+
+def test_max_unpool_too_large_is_refused() -> None:
+    x = _rand(1, 64, 56, 56)
+    nodes = [
+        node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2]),
+        node("MaxUnpool", ["p", "i"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+    ]
+    built = unchecked_model(nodes, {"x": x}, {"y": (F, [1, 64, 56, 56])})
+    with pytest.raises(ImportFailure, match="MaxUnpool to 56x56 .* too large"):
+        from_onnx(built)
