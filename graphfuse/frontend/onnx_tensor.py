@@ -697,7 +697,7 @@ def _hardmax(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
 @converter("TopK")
 def _top_k(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     """graph.top_k (largest first, the lower index first among equals, as ONNX); the
-    smallest are the largest of the negated input. Results are always sorted, which
+    smallest are the largest of the input in reversed order. Results are always sorted, which
     sorted=0 (any order) allows."""
     x = required(inputs)
     k_input = optional(inputs, 1)
@@ -707,7 +707,7 @@ def _top_k(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     if not 1 <= k <= shape[axis]:
         raise b.fail(f"k={k} must be in [1, {shape[axis]}] (graphfuse has no empty tensors)")
     largest = bool(attrs.get("largest", 1))
-    source = b.tensor(x if largest else b.unary(graph.NegOp, x))
+    source = b.tensor(x if largest else _order_reversed(b, x))
     out_shape = [k if i == axis else d for i, d in enumerate(shape)]
     element = element_of(source, b.node)
     op = _append(
@@ -720,8 +720,17 @@ def _top_k(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     )
     values: Value = op.results[0]
     if not largest:
-        values = b.unary(graph.NegOp, values)
+        values = _order_reversed(b, values)
     return [values, op.results[1]]
+
+
+def _order_reversed(b: Builder, x: Value) -> Value:
+    """x mapped onto values in the opposite order, its own inverse: -x for floats, -1 - x
+    for integers (which, unlike -x, does not overflow at the least integer)."""
+    dtype = numpy_dtype(element_of(x, b.node))
+    if dtype.kind == "f":
+        return b.unary(graph.NegOp, x)
+    return b.binary(graph.SubOp, np.array(-1, dtype), x)
 
 
 # ---- masks, tiling, blocks ----------------------------------------------------------------
@@ -919,11 +928,14 @@ def _einsum_terms(b: Builder, equation: str, ranks: Sequence[int]) -> tuple[list
     for term, rank in zip(terms, ranks, strict=True):
         if len(term) != rank or not all(c.isalpha() for c in term):
             raise b.fail(f"subscripts '{term}' do not fit an operand of rank {rank}")
-    if arrow:
-        return terms, output.replace("...", dots)
     letters = "".join(terms)
-    once = sorted(c for c in set(letters) if letters.count(c) == 1 and c not in dots)
-    return terms, dots + "".join(once)
+    if not arrow:
+        once = sorted(c for c in set(letters) if letters.count(c) == 1 and c not in dots)
+        return terms, dots + "".join(once)
+    output = output.replace("...", dots)
+    if len(set(output)) != len(output) or not set(output) <= set(letters):
+        raise b.fail(f"output subscripts '{output}' must be distinct subscripts of the operands")
+    return terms, output
 
 
 def _einsum_sizes(b: Builder, operands: Sequence[Value], terms: Sequence[str]) -> dict[str, int]:

@@ -72,6 +72,15 @@ def test_top_k_largest_and_smallest_with_ties(largest: int) -> None:
     check_against_onnxruntime(built, {"x": x})
 
 
+def test_top_k_smallest_integers_include_the_least_compiled() -> None:
+    low = np.iinfo(np.int64).min
+    x = np.array([[5, low, 7, -3], [low, low, 2, 0]], np.int64)
+    nodes = [node("TopK", ["x", "k"], ["values", "indices"], largest=0)]
+    outputs = {"values": (I64, [2, 2]), "indices": (I64, [2, 2])}
+    built = model(nodes, {"x": x}, outputs, {"k": np.array([2], np.int64)})
+    check_against_onnxruntime(built, {"x": x}, compile_it=True)
+
+
 def test_trilu_tile_depth_to_space_compiled() -> None:
     x, d = _rand(2, 3, 4), _rand(1, 8, 2, 3, seed=1)
     nodes = [
@@ -300,4 +309,22 @@ def test_constant_of_computed_shape_is_refused() -> None:
     nodes = [node("Abs", ["shape"], ["s"]), node("ConstantOfShape", ["s"], ["y"])]
     built = model(nodes, {"shape": shape}, {"y": (F, None)}, check=False)
     with pytest.raises(ImportFailure, match="the output shape is the input's values"):
+        graphfuse.from_onnx(built)
+
+
+@pytest.mark.parametrize(
+    ("equation", "message"),
+    [
+        ("ij->jk", "output subscripts 'jk' must be distinct subscripts of the operands"),
+        ("ij->ii", "output subscripts 'ii' must be distinct"),
+        ("ijk->i", "subscripts 'ijk' do not fit an operand of rank 2"),
+        ("ij,jk->ik", "has 2 operands, the node 1"),
+    ],
+)
+def test_einsum_bad_equations_are_one_line(equation: str, message: str) -> None:
+    x = _rand(2, 3)
+    built = model(
+        [node("Einsum", ["x"], ["y"], equation=equation)], {"x": x}, {"y": (F, None)}, check=False
+    )
+    with pytest.raises(ImportFailure, match=message):
         graphfuse.from_onnx(built)
