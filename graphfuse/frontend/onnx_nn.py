@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import UnitAttr
+from xdsl.dialects.builtin import IntegerType, UnitAttr
 from xdsl.ir import Attribute, SSAValue
 
 from graphfuse.dialects import graph
@@ -951,3 +951,318 @@ def _upsample(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     axes = list(range(rank))
     outs = [int(s * d) for s, d in zip(scales, shape_of(x), strict=True)]
     return [_resize(b, x, how, axes, ([float(s) for s in scales], outs), None)]
+
+
+# ---- Col2Im -------------------------------------------------------------------------------
+
+
+def _col2im_sources(image: Sequence[int], win: _Window, blocks: Sequence[int]) -> Array:
+    """For each image position, the columns (block tap * blocks + block) that add into it,
+    [positions, most], padded with the index one past the last column (a zero)."""
+    kernel_count, block_count = math.prod(win.kernel), math.prod(blocks)
+    sources: list[list[int]] = [[] for _ in range(math.prod(image))]
+    for k, tap in enumerate(win.taps()):
+        for block, where in enumerate(itertools.product(*(range(n) for n in blocks))):
+            position = [
+                o * s - lo + t * d
+                for o, s, lo, t, d in zip(
+                    where, win.strides, win.begin, tap, win.dilations, strict=True
+                )
+            ]
+            if all(0 <= p < size for p, size in zip(position, image, strict=True)):
+                flat = int(np.ravel_multi_index(tuple(position), tuple(image)))
+                sources[flat].append(k * block_count + block)
+    most = max(1, *(len(s) for s in sources))
+    table = np.full((len(sources), most), kernel_count * block_count, np.int64)
+    for flat, columns in enumerate(sources):
+        table[flat, : len(columns)] = columns
+    return table
+
+
+@converter("Col2Im")
+def _col2im(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """Sum of the sliding blocks into the image: per image position, gathers of the
+    columns that cover it (a constant table), summed."""
+    x = required(inputs)
+    image = b.ints(required(inputs, 1), "image_shape")
+    block = b.ints(required(inputs, 2), "block_shape")
+    shape = shape_of(x)
+    if len(shape) != 3 or len(image) != len(block):
+        raise b.fail("Col2Im needs a [N, C * prod(block_shape), L] input")
+    win = _window(b, attrs, image, block)
+    kernel_count = math.prod(block)
+    if shape[1] % kernel_count or math.prod(win.out) != shape[2]:
+        raise b.fail(f"input {rules.format_shape(shape)} does not match the blocks {win.out}")
+    n, c = shape[0], shape[1] // kernel_count
+    columns = b.reshape(x, [n, c, kernel_count * shape[2]])
+    columns = _pad(b, columns, [0, 0, 0], [0, 0, 1])
+    table = _col2im_sources(image, win, win.out)
+    parts = [_take(b, columns, table[:, t], 2) for t in range(table.shape[1])]
+    return [b.reshape(_sum(b, parts), [n, c, *image])]
+
+
+# ---- GridSample ---------------------------------------------------------------------------
+
+
+def _floor(b: Builder, x: Value) -> Value:
+    """floor(x) from a truncating cast: trunc(x) - 1 where that is above x."""
+    element = element_of(x, b.node)
+    truncated = b.cast(b.cast(x, IntegerType(64)), element)
+    above = b.compare("gt", truncated, x)
+    one = _constant_like(b, np.array(1.0), x)
+    zero = _constant_like(b, np.array(0.0), x)
+    step = b.op(graph.SelectOp, [above, one, zero], shape_of(above), element)
+    return b.binary(graph.SubOp, truncated, step)
+
+
+def _where(b: Builder, condition: Value, on_true: Value, on_false: Value) -> Value:
+    on_true, on_false = b.same_element(on_true, on_false)
+    shape = rules.broadcast_shapes(shape_of(condition), shape_of(on_true), shape_of(on_false))
+    element = element_of(on_true if isinstance(on_true, SSAValue) else on_false, b.node)
+    return b.op(graph.SelectOp, [condition, on_true, on_false], shape, element)
+
+
+def _scalar(b: Builder, value: float, like: Value) -> Array:
+    return _constant_like(b, np.array(value), like)
+
+
+def _reflect(b: Builder, v: Value, low: float, high: float) -> Value:
+    """v folded back into [low, high] by mirroring at the borders (ONNX GridSample)."""
+    span = high - low
+    below = b.compare("lt", v, _scalar(b, low, v))
+    above = b.compare("gt", v, _scalar(b, high, v))
+    distance = _where(
+        b,
+        below,
+        b.binary(graph.SubOp, _scalar(b, low, v), v),
+        b.binary(graph.SubOp, v, _scalar(b, high, v)),
+    )
+    folds = _floor(b, b.binary(graph.DivOp, distance, _scalar(b, span, v)))
+    rest = b.binary(graph.SubOp, distance, b.binary(graph.MulOp, folds, _scalar(b, span, v)))
+    half = _floor(b, b.binary(graph.MulOp, folds, _scalar(b, 0.5, v)))
+    even = b.compare("eq", folds, b.binary(graph.MulOp, half, _scalar(b, 2.0, v)))
+    from_low = b.binary(graph.AddOp, _scalar(b, low, v), rest)
+    from_high = b.binary(graph.SubOp, _scalar(b, high, v), rest)
+    inside = _where(b, above, _where(b, even, from_high, from_low), v)
+    return _where(b, below, _where(b, even, from_low, from_high), inside)
+
+
+def _clamp(b: Builder, v: Value, low: float, high: float) -> Value:
+    v = b.binary(graph.MaxOp, v, _scalar(b, low, v))
+    return b.binary(graph.MinOp, v, _scalar(b, high, v))
+
+
+def _round_half_even(b: Builder, v: Value) -> Value:
+    down = _floor(b, v)
+    fraction = b.binary(graph.SubOp, v, down)
+    half = _floor(b, b.binary(graph.MulOp, down, _scalar(b, 0.5, v)))
+    odd = b.compare("ne", down, b.binary(graph.MulOp, half, _scalar(b, 2.0, v)))
+    tie = b.compare("eq", fraction, _scalar(b, 0.5, v))
+    up = _where(b, tie, odd, b.compare("gt", fraction, _scalar(b, 0.5, v)))
+    return b.binary(graph.AddOp, down, _where(b, up, _scalar(b, 1.0, v), _scalar(b, 0.0, v)))
+
+
+@dataclass(frozen=True)
+class _Sampler:
+    """GridSample's attributes and one spatial dim's size."""
+
+    padding: str
+    align_corners: bool
+    size: int
+
+    def borders(self) -> tuple[float, float]:
+        return (0.0, self.size - 1.0) if self.align_corners else (-0.5, self.size - 0.5)
+
+
+def _grid_coordinate(b: Builder, g: Value, s: _Sampler, mode: str) -> Value:
+    """The input coordinate a normalized grid value samples, padding mode applied (not for
+    cubic, whose taps each get it, as onnxruntime and PyTorch do)."""
+    if s.align_corners:
+        x = b.binary(
+            graph.MulOp,
+            b.binary(graph.AddOp, g, _scalar(b, 1.0, g)),
+            _scalar(b, (s.size - 1) / 2, g),
+        )
+    else:
+        scaled = b.binary(
+            graph.MulOp, b.binary(graph.AddOp, g, _scalar(b, 1.0, g)), _scalar(b, s.size / 2, g)
+        )
+        x = b.binary(graph.SubOp, scaled, _scalar(b, 0.5, g))
+    if mode == "nearest":
+        x = _round_half_even(b, x)
+    if mode == "cubic":
+        return x
+    if s.padding == "border":
+        return _clamp(b, x, 0.0, s.size - 1.0)
+    if s.padding == "reflection":
+        return _reflect(b, x, *s.borders())
+    return x
+
+
+def _grid_tap(b: Builder, index: Value, s: _Sampler) -> tuple[Value, Value | None]:
+    """A tap's index made readable (clamped, reflected) and, for zeros padding, whether it
+    lies inside the input."""
+    if s.padding == "zeros":
+        inside_low = b.compare("ge", index, _scalar(b, 0.0, index))
+        inside_high = b.compare("le", index, _scalar(b, s.size - 1.0, index))
+        inside = _where(b, inside_low, inside_high, inside_low)
+        return _clamp(b, index, 0.0, s.size - 1.0), inside
+    if s.padding == "reflection":
+        index = _reflect(b, index, *s.borders())
+    truncated = b.cast(b.cast(index, IntegerType(64)), element_of(index, b.node))
+    return _clamp(b, truncated, 0.0, s.size - 1.0), None
+
+
+def _grid_weights(b: Builder, x: Value, mode: str) -> list[tuple[Value, Value | None]]:
+    """(tap index, weight) pairs along one dim; weight None for nearest."""
+    if mode == "nearest":
+        return [(x, None)]
+    left = _floor(b, x)
+    ratio = b.binary(graph.SubOp, x, left)
+    offsets = [0, 1] if mode == "linear" else [-1, 0, 1, 2]
+    taps: list[tuple[Value, Value | None]] = []
+    for offset in offsets:
+        distance = b.binary(graph.SubOp, ratio, _scalar(b, float(offset), x))
+        if mode == "linear":
+            weight = b.binary(graph.SubOp, _scalar(b, 1.0, x), b.unary(graph.AbsOp, distance))
+        else:
+            weight = _cubic_weight(b, distance)
+        index = b.binary(graph.AddOp, left, _scalar(b, float(offset), x))
+        taps.append((index, weight))
+    return taps
+
+
+def _cubic_weight(b: Builder, distance: Value) -> Value:
+    """Keys' kernel (a = -0.75) at |distance| < 2, from its two polynomial pieces."""
+    a = -0.75
+    d = b.unary(graph.AbsOp, distance)
+
+    def poly(coefficients: Sequence[float]) -> Value:
+        result: Value = _scalar(b, coefficients[0], d)
+        for c in coefficients[1:]:
+            result = b.binary(graph.AddOp, b.binary(graph.MulOp, result, d), _scalar(b, c, d))
+        return result
+
+    near = poly([a + 2, -(a + 3), 0.0, 1.0])
+    far = poly([a, -5 * a, 8 * a, -4 * a])
+    return _where(b, b.compare("le", d, _scalar(b, 1.0, d)), near, far)
+
+
+@converter("GridSample")
+def _grid_sample(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """Data-dependent sampling: per dim, tap indices and weights computed from the grid;
+    per tap combination, one gather from the input laid out as [N * spatial, C]."""
+    x, grid = required(inputs, 0), required(inputs, 1)
+    shape, grid_shape = shape_of(x), shape_of(grid)
+    rank = len(shape)
+    if rank < 3 or len(grid_shape) != rank or grid_shape[-1] != rank - 2:
+        raise b.fail("GridSample needs X [N, C, *D] and grid [N, *out, len(D)]")
+    if not _is_float(b, x) or not _is_float(b, grid):
+        raise b.fail("GridSample on integers is not supported")
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(
+        _text(attrs, "mode", "linear"), _text(attrs, "mode", "linear")
+    )
+    padding = _text(attrs, "padding_mode", "zeros")
+    if mode not in ("nearest", "linear", "cubic") or padding not in (
+        "zeros",
+        "border",
+        "reflection",
+    ):
+        raise b.fail(f"GridSample mode {mode!r} with padding {padding!r} is not defined")
+    n, spatial, out = shape[0], shape[2:], grid_shape[1:-1]
+    grid = b.cast(grid, element_of(x, b.node))
+    per_dim: list[list[tuple[Value, Value | None, Value | None]]] = []
+    for i, size in enumerate(spatial):
+        sampler = _Sampler(padding, bool(attrs.get("align_corners", 0)), size)
+        component = len(spatial) - 1 - i  # the grid lists x (the last dim) first
+        g = _slice(b, grid, [0] * (rank - 1) + [component], [*grid_shape[:-1], 1], [1] * rank)
+        g = b.reshape(g, [n, *out])
+        coordinate = _grid_coordinate(b, g, sampler, mode)
+        per_dim.append(
+            [
+                (*_grid_tap(b, index, sampler), weight)
+                for index, weight in _grid_weights(b, coordinate, mode)
+            ]
+        )
+    table = b.reshape(_transpose(b, x, [0, *range(2, rank), 1]), [n * math.prod(spatial), shape[1]])
+    base = (np.arange(n, dtype=np.float64) * math.prod(spatial)).reshape(n, *[1] * len(out))
+    parts: list[Value] = []
+    for combination in itertools.product(*per_dim):
+        parts.append(_grid_gather(b, table, combination, spatial, _constant_like(b, base, x)))
+    result = b.reshape(_sum(b, parts), [n, *out, shape[1]])
+    return [_transpose(b, result, [0, rank - 1, *range(1, rank - 1)])]
+
+
+def _grid_gather(
+    b: Builder,
+    table: Value,
+    combination: Sequence[tuple[Value, Value | None, Value | None]],
+    spatial: Sequence[int],
+    base: Array,
+) -> Value:
+    """table rows at one tap combination, times its weight (zero outside, zeros padding)."""
+    flat: Value = base
+    weight: Value | None = None
+    for i, (index, inside, tap_weight) in enumerate(combination):
+        step = _scalar(b, float(math.prod(spatial[i + 1 :])), index)
+        flat = b.binary(graph.AddOp, flat, b.binary(graph.MulOp, index, step))
+        if inside is not None:
+            kept = tap_weight if tap_weight is not None else _scalar(b, 1.0, index)
+            tap_weight = _where(b, inside, kept, _scalar(b, 0.0, index))
+        if tap_weight is not None:
+            weight = tap_weight if weight is None else b.binary(graph.MulOp, weight, tap_weight)
+    count = math.prod(shape_of(flat))
+    rows = b.reshape(b.cast(flat, IntegerType(64)), [count])
+    gathered = b.op(graph.GatherOp, [table, rows], [count, shape_of(table)[1]], axis=i64_attr(0))
+    if weight is None:
+        return gathered
+    return b.binary(graph.MulOp, gathered, b.reshape(weight, [count, 1]))
+
+
+# ---- MaxUnpool ----------------------------------------------------------------------------
+
+_UNPOOL_LIMIT = 1 << 24
+"""MaxUnpool compares every output position with every index: refused past this many pairs."""
+
+
+@converter("MaxUnpool")
+def _max_unpool(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """y[p] = x[i] where indices[i] == p, else 0: the computed indices are compared with
+    every output position (a duplicate index, from overlapping windows, holds one value).
+    As ONNX's reference does, indices address the inferred output shape; output_shape then
+    pads it at the end."""
+    x, indices = required(inputs, 0), required(inputs, 1)
+    shape = shape_of(x)
+    if len(shape) < 3 or shape_of(indices) != shape:
+        raise b.fail("MaxUnpool needs X and I of the same shape [N, C, *D]")
+    if not _is_float(b, x):
+        raise b.fail("MaxUnpool on integers is not supported")
+    kernel = [int(k) for k in attrs["kernel_shape"]]
+    n = len(kernel)
+    strides = _spatial_list(b, attrs, "strides", n, 1)
+    pads = _spatial_list(b, attrs, "pads", 2 * n, 0)
+    out = [
+        (size - 1) * s - lo - hi + k
+        for size, s, lo, hi, k in zip(shape[2:], strides, pads[:n], pads[n:], kernel, strict=True)
+    ]
+    target = out if optional(inputs, 2) is None else b.ints(inputs[2], "output_shape")[-n:]
+    positions, count = math.prod(out), math.prod(shape[2:])
+    if shape[0] * shape[1] * positions * count > _UNPOOL_LIMIT:
+        raise b.fail(
+            f"MaxUnpool to {rules.format_shape(out)} from {count} values per channel is too "
+            "large: computed indices are compared with every output position"
+        )
+    lead = [shape[0], shape[1]]
+    flat_x = b.reshape(x, [*lead, 1, count])
+    flat_i = b.reshape(b.cast(indices, IntegerType(64)), [*lead, 1, count])
+    targets = np.arange(shape[0] * shape[1] * positions, dtype=np.int64).reshape(
+        *lead, positions, 1
+    )
+    hits = b.compare("eq", flat_i, targets)
+    zero, one = _scalar(b, 0.0, x), _scalar(b, 1.0, x)
+    total = b.reduce(graph.ReduceSumOp, _where(b, hits, flat_x, zero), [3], False)
+    matches = b.reduce(graph.ReduceSumOp, _where(b, hits, one, zero), [3], False)
+    result = b.binary(graph.DivOp, total, b.binary(graph.MaxOp, matches, one))
+    result = b.reshape(result, [*lead, *out])
+    grow = [t - o for t, o in zip(target, out, strict=True)]
+    return [_pad(b, result, [0] * len(shape), [0, 0, *grow])]

@@ -16,7 +16,7 @@ onnxruntime define it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,15 +50,18 @@ _DEFAULT_ACTIVATIONS = {
     "GRU": ("Sigmoid", "Tanh"),
     "LSTM": ("Sigmoid", "Tanh", "Tanh"),
 }
-# Activations with parameters: their ONNX default (alpha, beta); None where unused.
+# Activations with parameters: the default (alpha, beta) of the ONNX op of that name, None
+# where unused. Affine and ScaledTanh are no ONNX ops (any more) and have no default:
+# onnxruntime takes 0, which makes them constant, so graphfuse asks for the values.
 _PARAMETERS: dict[str, tuple[float | None, float | None]] = {
-    "affine": (1.0, 0.0),
+    "affine": (None, None),
     "leakyrelu": (0.01, None),
     "thresholdedrelu": (1.0, None),
-    "scaledtanh": (1.0, 1.0),
+    "scaledtanh": (None, None),
     "hardsigmoid": (0.2, 0.5),
     "elu": (1.0, None),
 }
+_WITHOUT_DEFAULTS = {"affine", "scaledtanh"}
 _PLAIN = {"relu", "tanh", "sigmoid", "softsign", "softplus"}
 
 
@@ -163,7 +166,7 @@ def _is_zero(value: Value) -> bool:
 # ---- activations ----------------------------------------------------------------------------
 
 
-def _activation(ops: _Ops, name: str, alpha: float, beta: float) -> Activation:  # noqa: C901
+def _activation(ops: _Ops, name: str, alpha: float, beta: float) -> Activation:
     """One of the activations ONNX's recurrent ops name, as graph ops."""
     b = ops.b
 
@@ -233,13 +236,28 @@ def _activations(b: Builder, ops: _Ops, attrs: Attrs, directions: int) -> list[l
         key = name.lower()
         if key not in _PARAMETERS and key not in _PLAIN:
             raise b.fail(f"activation '{name}' is not one ONNX defines for {b.op_type}")
-        alpha, beta = _PARAMETERS.get(key, (None, None))
-        if alpha is not None and alphas:
-            alpha = alphas.pop(0)
-        if beta is not None and betas:
-            beta = betas.pop(0)
-        made.append(_clipped(ops, _activation(ops, key, alpha or 0.0, beta or 0.0), clip))
+        alpha, beta = _parameters(b, name, alphas, betas)
+        made.append(_clipped(ops, _activation(ops, key, alpha, beta), clip))
     return [made[d * count : (d + 1) * count] for d in range(directions)]
+
+
+def _parameters(
+    b: Builder, name: str, alphas: list[float], betas: list[float]
+) -> tuple[float, float]:
+    """The alpha and beta of activation `name`, taken from the front of the lists (the
+    values are consumed in the order of the activations that use them)."""
+    key = name.lower()
+    alpha, beta = _PARAMETERS.get(key, (None, None))
+    if key in _WITHOUT_DEFAULTS and (not alphas or not betas):
+        raise b.fail(
+            f"activation '{name}' needs its alpha and beta (activation_alpha, "
+            "activation_beta): ONNX gives them no default"
+        )
+    if (alpha is not None or key in _WITHOUT_DEFAULTS) and alphas:
+        alpha = alphas.pop(0)
+    if (beta is not None or key in _WITHOUT_DEFAULTS) and betas:
+        beta = betas.pop(0)
+    return alpha or 0.0, beta or 0.0
 
 
 def _clipped(ops: _Ops, activation: Activation, clip: float | None) -> Activation:
@@ -276,11 +294,11 @@ class _Direction:
 @dataclass
 class _Run:
     """One direction's outputs: the hidden state at every time step (original order) and
-    the final hidden and cell states."""
+    the final hidden and cell states (the cell's stays the initial zero but in an LSTM)."""
 
-    hs: list[Value] = field(default_factory=list)
-    h: Value | None = None
-    c: Value | None = None
+    hs: list[Value]
+    h: Value
+    c: Value
 
 
 @dataclass
@@ -317,7 +335,8 @@ class _Layer:
             h, c = self._step(d, xt, run.h, run.c)
             run.hs[t] = ops.select(mask, h, ops.zeros([self.batch, self.hidden]))
             run.h = ops.select(mask, h, run.h)
-            run.c = ops.select(mask, c, run.c) if c is not None else None
+            if c is not None:
+                run.c = ops.select(mask, c, run.c)
         if rows is not None:  # back to the original time order
             stacked = self._gather_rows(ops.concat(run.hs, 0), rows)
             run.hs = [ops.rows(stacked, 0, t * self.batch, self.batch) for t in range(self.seq)]
@@ -339,15 +358,11 @@ class _Layer:
     def _gate(self, x: Value, index: int, count: int = 1) -> Value:
         return self.ops.rows(x, 1, index * self.hidden, count * self.hidden)
 
-    def _step(
-        self, d: _Direction, xt: Value, h: Value | None, c: Value | None
-    ) -> tuple[Value, Value | None]:
-        assert h is not None
+    def _step(self, d: _Direction, xt: Value, h: Value, c: Value) -> tuple[Value, Value | None]:
         if self.kind == "RNN":
             return d.activations[0](self.ops.add(xt, self.ops.matmul(h, d.r))), None
         if self.kind == "GRU":
             return self._gru_step(d, xt, h), None
-        assert c is not None
         return self._lstm_step(d, xt, h, c)
 
     def _gru_step(self, d: _Direction, xt: Value, h: Value) -> Value:
@@ -402,7 +417,7 @@ def _recurrent(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
         states = [s if s is None else ops.transpose(s, [1, 0, 2]) for s in states]
     activations = _activations(b, ops, attrs, len(directions))
     x2d = b.reshape(x, [layer.seq * layer.batch, shape_of(x)[2]])
-    runs = []
+    runs: list[_Run] = []
     for index, reverse in enumerate(directions):
         weights = _weights(layer, inputs, states, index, activations[index], reverse)
         runs.append(layer.run(x2d, weights))

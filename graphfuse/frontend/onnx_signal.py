@@ -76,6 +76,24 @@ def dft_matrix(
     return matrix.reshape(samples * channels, bins * outputs)
 
 
+MATRIX_LIMIT = 64 << 20
+"""Largest DFT matrix built, in bytes of float32 (a 2896-point complex DFT)."""
+
+
+def _matrix(
+    b: Builder, samples: int, channels: int, length: int, bins: int, inverse: bool, real_out: bool
+) -> Matrix:
+    """dft_matrix, refused when it would be larger than MATRIX_LIMIT."""
+    size = samples * channels * bins * (1 if real_out else 2) * 4
+    if size > MATRIX_LIMIT:
+        raise b.fail(
+            f"a {length}-point {b.op_type} is built as a matmul with a constant "
+            f"{samples * channels}x{size // 4 // (samples * channels)} matrix "
+            f"({size >> 20} MiB), over graphfuse's limit of {MATRIX_LIMIT >> 20} MiB"
+        )
+    return dft_matrix(samples, channels, length, bins, inverse, real_out)
+
+
 def _apply(b: Builder, x: Value, matrix: Matrix) -> Value:
     """x [..., K] @ matrix [K, N] -> [..., N], as a 2-D matmul."""
     shape = shape_of(x)
@@ -134,7 +152,7 @@ def _dft(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     if length < 1:
         raise b.fail(f"DFT length {length} must be positive")
     bins = length if real_out else (length // 2 + 1 if onesided else length)
-    matrix = dft_matrix(samples, shape[-1], length, bins, inverse, real_out)
+    matrix = _matrix(b, samples, shape[-1], length, bins, inverse, real_out)
     # Move the transformed axis next to the channels, apply, move it back.
     perm = [d for d in range(rank - 1) if d != axis] + [axis, rank - 1]
     moved = b.transpose(x, perm)
@@ -179,7 +197,7 @@ def _stft(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
         axis=i64_attr(1),
     )
     bins = frame_length // 2 + 1 if attrs.get("onesided", 1) else frame_length
-    matrix = dft_matrix(frame_length, shape[2], frame_length, bins, False, False)
+    matrix = _matrix(b, frame_length, shape[2], frame_length, bins, False, False)
     if window is not None and not isinstance(window, SSAValue):
         matrix *= np.repeat(np.asarray(window, np.float64), shape[2])[:, None]
     elif window is not None:

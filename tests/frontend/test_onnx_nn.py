@@ -355,3 +355,76 @@ def test_normalizations_compiled() -> None:
     outputs = {name: (F, None) for name in ("i", "l", "r")}
     built = model(nodes, {"x": x}, outputs, {"scale": scale, "bias": bias})
     check_against_onnxruntime(built, {"x": x}, compile_it=True)
+
+
+# ---- Col2Im and GridSample -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [{}, {"strides": [2, 1], "pads": [1, 0, 0, 1], "dilations": [1, 2]}],
+)
+def test_col2im(attrs: dict[str, Any]) -> None:
+    image, block = np.array([5, 6], np.int64), np.array([2, 3], np.int64)
+    strides, pads = attrs.get("strides", [1, 1]), attrs.get("pads", [0, 0, 0, 0])
+    dilations = attrs.get("dilations", [1, 1])
+    blocks = [
+        (size + pads[i] + pads[i + 2] - (k - 1) * dilations[i] - 1) // strides[i] + 1
+        for i, (size, k) in enumerate(zip(image, block, strict=True))
+    ]
+    x = _rand(2, 3 * 6, blocks[0] * blocks[1])
+    _check("Col2Im", x, {"image": image, "block": block}, **attrs)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_grid_sample(mode: str, padding_mode: str, align_corners: int) -> None:
+    x = _rand(2, 3, 4, 5)
+    grid = np.random.default_rng(1).uniform(-1.7, 1.7, (2, 3, 6, 2)).astype(np.float32)
+    grid[0, 0, :3] = [[-1, -1], [1, 1], [0.25, -0.5]]  # corners and a half-way tie
+    attrs = {"mode": mode, "padding_mode": padding_mode, "align_corners": align_corners}
+    built = model(
+        [node("GridSample", ["x", "grid"], ["y"], **attrs)],
+        {"x": x, "grid": grid},
+        {"y": (F, None)},
+        opset=20,
+    )
+    check_against_onnxruntime(built, {"x": x, "grid": grid})
+
+
+def test_grid_sample_and_col2im_compiled() -> None:
+    x = _rand(1, 2, 4, 5)
+    grid = np.random.default_rng(1).uniform(-1.3, 1.3, (1, 3, 4, 2)).astype(np.float32)
+    cols = _rand(1, 2 * 4, 4 * 6)
+    nodes = [
+        node("GridSample", ["x", "grid"], ["g"], mode="linear", padding_mode="reflection"),
+        node("GridSample", ["x", "grid"], ["c"], mode="cubic"),
+        node("Col2Im", ["cols", "image", "block"], ["i"], pads=[1, 1, 0, 1]),
+    ]
+    inputs = {"x": x, "grid": grid, "cols": cols}
+    inits = {"image": np.array([4, 5], np.int64), "block": np.array([2, 2], np.int64)}
+    outputs = {name: (F, None) for name in ("g", "c", "i")}
+    check_against_onnxruntime(model(nodes, inputs, outputs, inits, opset=20), inputs, True)
+
+
+def test_max_unpool_of_max_pool_indices_compiled() -> None:
+    """Indices computed by MaxPool (overlapping windows: some repeat) scattered back."""
+    x = _rand(2, 3, 5, 5)
+    pool = {"kernel_shape": [3, 3], "strides": [2, 2]}
+    nodes = [
+        node("MaxPool", ["x"], ["p", "i"], **pool),
+        node("MaxUnpool", ["p", "i"], ["y"], **pool),
+    ]
+    check_against_onnxruntime(model(nodes, {"x": x}, {"y": (F, None)}), {"x": x}, True)
+
+
+def test_max_unpool_too_large_is_refused() -> None:
+    x = _rand(1, 64, 56, 56)
+    nodes = [
+        node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2]),
+        node("MaxUnpool", ["p", "i"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+    ]
+    built = unchecked_model(nodes, {"x": x}, {"y": (F, [1, 64, 56, 56])})
+    with pytest.raises(ImportFailure, match="MaxUnpool to 56x56 .* too large"):
+        from_onnx(built)
