@@ -132,13 +132,32 @@ def upgrade_opset(model: Any, where: str) -> Any:
     from onnx import version_converter
 
     try:
-        return version_converter.convert_version(model, MIN_OPSET)
+        converted = version_converter.convert_version(model, MIN_OPSET)
     except Exception as error:  # the converter raises RuntimeError, ValueError, ...
         raise ImportFailure(
             f"{where}: uses opset {version} and onnx.version_converter cannot bring it to "
             f"opset {MIN_OPSET} ({_first_line(error)}); re-export it with opset "
             f"{MIN_OPSET} or later"
         ) from None
+    changed = _changed_interface(model.graph, converted.graph)
+    if changed is not None:
+        # Scan-8's batch axis, for one: the converter drops it from the graph's inputs.
+        raise ImportFailure(
+            f"{where}: uses opset {version}, and onnx.version_converter changes its "
+            f"{changed} on the way to opset {MIN_OPSET}; re-export it with opset "
+            f"{MIN_OPSET} or later"
+        )
+    return converted
+
+
+def _changed_interface(before: Any, after: Any) -> str | None:
+    """Which graph input or output the conversion retyped, or None."""
+    pairs = [("input", before.input, after.input), ("output", before.output, after.output)]
+    for kind, old, new in pairs:
+        for a, b in zip(old, new, strict=False):
+            if a.type.SerializeToString() != b.type.SerializeToString():
+                return f"{kind} '{a.name}' ({describe_type(a.type)})"
+    return None
 
 
 def _check_single_assignment(graph: Any) -> None:

@@ -208,6 +208,8 @@ def _execute(case: Case, mode: str) -> list[np.ndarray]:
 
     names = [i.name for i in case.model.graph.input]
     feeds = dict(zip(names, case.inputs, strict=False))
+    if mode == "onnxruntime":
+        return _onnxruntime(case.model, feeds)
     constants: dict[str, np.ndarray] = {}
     while True:
         try:
@@ -224,6 +226,22 @@ def _execute(case: Case, mode: str) -> list[np.ndarray]:
     compiled = graphfuse.compile(module)
     result = compiled(*arrays)
     return list(result) if isinstance(result, tuple) else [result]
+
+
+def _onnxruntime(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The same case on onnxruntime (all graph optimisations), for side-by-side figures;
+    its refusals count as refused, like graphfuse's."""
+    import onnxruntime as ort
+
+    from graphfuse.parsing import GraphfuseError
+
+    try:
+        session = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        return list(session.run(None, feeds))
+    except Exception as error:  # onnxruntime raises its own Fail/NotImplemented kinds
+        raise GraphfuseError(str(error).splitlines()[0][:200]) from None
 
 
 # ---- running many, in workers ---------------------------------------------------------------
@@ -399,7 +417,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Run ONNX's backend node conformance suite on graphfuse.",
     )
     parser.add_argument("--worker", metavar="MODE", help=argparse.SUPPRESS)
-    parser.add_argument("--mode", choices=("compile", "interpret"), default="compile")
+    parser.add_argument(
+        "--mode",
+        choices=("compile", "interpret", "onnxruntime"),
+        default="compile",
+        help="compile (the figure), interpret (graphfuse's reference interpreter, fast) or "
+        "onnxruntime (the same cases on onnxruntime, to compare)",
+    )
     parser.add_argument("-k", "--filter", default="", help="only cases whose name matches")
     parser.add_argument("-j", "--jobs", type=int, default=None)
     parser.add_argument("--json", metavar="FILE", help="write every outcome to FILE")
