@@ -684,7 +684,12 @@ def _lp_normalization(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
         raise b.fail(f"LpNormalization p={p}: only 1 and 2 are defined")
     axis = rules.normalize_axis(int(attrs.get("axis", -1)), len(shape_of(x)))
     norm = _root(b, b.reduce(graph.ReduceSumOp, _power(b, x, p), [axis], True), p)
-    return [b.binary(graph.DivOp, x, norm)]
+    # A zero vector stays zero (ONNX's reference), not 0/0.
+    element = element_of(x, b.node)
+    zero = np.zeros((), numpy_dtype(element))
+    normed = b.binary(graph.DivOp, x, norm)
+    empty = b.compare("eq", norm, zero)
+    return [b.op(graph.SelectOp, [empty, zero, normed], shape_of(x), element)]
 
 
 @converter("LRN")

