@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
     Float32Type,
+    Float64Type,
     IntegerType,
     ModuleOp,
     Signedness,
@@ -27,7 +28,7 @@ from xdsl.utils.hints import isa
 
 from graphfuse.parsing import GraphfuseError, location_of, op_error
 
-ELEMENT_TYPES = "f32, f16, bf16, i32, i64 or i1"
+ELEMENT_TYPES = "f32, f16, bf16, f64, i8..i64, ui8..ui64 or i1"
 """The element types graph ops take, as diagnostics list them."""
 
 
@@ -97,10 +98,11 @@ def type_problem(typ: Attribute, empty: bool = False) -> str | None:
 
 
 def _supported_element(element: Attribute) -> bool:
-    if isinstance(element, Float32Type | Float16Type | BFloat16Type):
+    if isinstance(element, Float32Type | Float16Type | BFloat16Type | Float64Type):
         return True
-    return (
-        isa(element, IntegerType)
-        and element.width.data in (1, 32, 64)
-        and element.signedness.data is Signedness.SIGNLESS
-    )
+    if not isa(element, IntegerType):
+        return False
+    width, signedness = element.width.data, element.signedness.data
+    if signedness is Signedness.UNSIGNED:
+        return width in (8, 16, 32, 64)
+    return signedness is Signedness.SIGNLESS and width in (1, 8, 16, 32, 64)

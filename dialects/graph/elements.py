@@ -2,7 +2,7 @@
 
 Shared by the interpreter, constant folding, the ONNX importer and the lowering, without the
 interpreter's machinery (xDSL's interpreter framework), so a pass that only converts
-constants imports little. bf16 lives in float32 (rounded to bf16), i1 in bool.
+constants imports little. bf16 lives in float32 (rounded to bf16), i1 in bool, uiN in uintN.
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
+    Float64Type,
     IntegerType,
     TensorType,
 )
 from xdsl.ir import Attribute
 
-from graphfuse.dialects.graph.ops import tensor_type_of
+from graphfuse.dialects.graph.ops import is_unsigned, tensor_type_of
 from graphfuse.parsing import GraphfuseError
 
 Array = NDArray[Any]
@@ -36,12 +37,14 @@ def numpy_dtype(element_type: Attribute) -> np.dtype[Any]:
         return np.dtype(np.float32)
     if isinstance(element_type, Float16Type):
         return np.dtype(np.float16)
+    if isinstance(element_type, Float64Type):
+        return np.dtype(np.float64)
     if isinstance(element_type, IntegerType):
         width = element_type.bitwidth
         if width == 1:
             return np.dtype(np.bool_)
         if width in (8, 16, 32, 64):
-            return np.dtype(f"int{width}")
+            return np.dtype(f"uint{width}" if is_unsigned(element_type) else f"int{width}")
     raise GraphfuseError(f"element type {element_type} is not supported by the interpreter")
 
 

@@ -6,8 +6,9 @@ written for clarity, not speed: each op is its NumPy definition. It runs on xDSL
 implementation per graph op, `graph.fused` regions included.
 
 Values are NumPy arrays of the element type's dtype: f32 -> float32, f16 -> float16,
-i32/i64 -> int32/int64, i1 -> bool, and bf16 -> float32 holding values rounded to bf16
-(NumPy has no bf16). f16 and bf16 ops compute in float32 and round the result, as kernels do.
+f64 -> float64, iN -> intN, uiN -> uintN, i1 -> bool, and bf16 -> float32 holding values
+rounded to bf16 (NumPy has no bf16). f16 and bf16 ops compute in float32 and round the
+result, as kernels do.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    BFloat16Type,
+    IntegerType,
     ModuleOp,
 )
 from xdsl.interpreter import (
@@ -84,6 +87,58 @@ def divide(a: Array, b: Array) -> Array:
     # truncates and nothing overflows (np.abs(INT_MIN) would).
     with np.errstate(over="ignore"):
         return (a - np.fmod(a, safe_b)) // safe_b
+
+
+def modulo(a: Array, b: Array, fmod: bool) -> Array:
+    """Remainder with the divisor's sign (numpy.mod), or the dividend's under `fmod`
+    (numpy.fmod). An integer remainder by 0 is 0 (as by 1: the kernels' guard)."""
+    if np.issubdtype(a.dtype, np.floating):
+        return np.fmod(a, b) if fmod else np.mod(a, b)
+    safe_b = np.where(b == 0, np.ones((), b.dtype), b)
+    return np.fmod(a, safe_b) if fmod else np.mod(a, safe_b)
+
+
+def power(a: Array, b: Array) -> Array:
+    """a ** b; on integers (wrapping) a negative exponent gives 1 / a ** -b truncated: 0
+    unless a is 1 or -1 (and 0 for a == 0, where 1 / 0 is undefined)."""
+    if np.issubdtype(a.dtype, np.floating) or not np.issubdtype(b.dtype, np.signedinteger):
+        return np.power(a, b)
+    negative = b < 0
+    result = np.power(a, np.where(negative, np.zeros((), b.dtype), b))
+    odd = (b % 2) != 0
+    reciprocal = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
+    return np.where(negative, reciprocal.astype(a.dtype), result)
+
+
+def shift(a: Array, b: Array, left: bool) -> Array:
+    """a << b or a >> b (arithmetic for signed a); a count of at least the width, read
+    unsigned, shifts every bit out (0, or -1 for a negative signed a shifted right)."""
+    width = a.dtype.itemsize * 8
+    count = b.astype(np.dtype(f"uint{width}")).astype(np.uint64)
+    out = count >= width
+    safe = np.where(out, 0, count).astype(a.dtype)
+    if left:
+        return np.where(out, np.zeros((), a.dtype), np.left_shift(a, safe))
+    fill = np.where(a < 0, -1, 0).astype(a.dtype)
+    return np.where(out, fill, np.right_shift(a, safe))
+
+
+def _bits(x: Array, element_type: Attribute) -> Array:
+    """The stored bits of `x`, an array of `element_type`, as unsigned integers."""
+    if isinstance(element_type, BFloat16Type):
+        return (x.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    if element_type == IntegerType(1):
+        return x.astype(np.uint8)
+    stored = x.astype(numpy_dtype(element_type))
+    return stored.view(np.dtype(f"uint{stored.dtype.itemsize * 8}"))
+
+
+def bitcast(x: Array, source: Attribute, target: Attribute) -> Array:
+    """The bits of each element of `x` (of type `source`) read as `target`."""
+    bits = _bits(x, source)
+    if isinstance(target, BFloat16Type):
+        return (bits.astype(np.uint32) << 16).view(np.float32)
+    return bits.view(numpy_dtype(target))
 
 
 def gather(data: Array, indices: Array, axis: int) -> Array:
@@ -248,6 +303,22 @@ _UNARY: dict[type[Operation], Callable[[Array], Array]] = {
     graph.SigmoidOp: sigmoid,
     graph.ErfOp: erf,
     graph.SiluOp: lambda x: x * sigmoid(x),
+    graph.SinOp: np.sin,
+    graph.CosOp: np.cos,
+    graph.TanOp: np.tan,
+    graph.AsinOp: np.arcsin,
+    graph.AcosOp: np.arccos,
+    graph.AtanOp: np.arctan,
+    graph.SinhOp: np.sinh,
+    graph.CoshOp: np.cosh,
+    graph.AsinhOp: np.arcsinh,
+    graph.AcoshOp: np.arccosh,
+    graph.AtanhOp: np.arctanh,
+    graph.FloorOp: np.floor,
+    graph.CeilOp: np.ceil,
+    graph.RoundOp: np.round,  # halves to even
+    graph.SignOp: np.sign,
+    graph.BitwiseNotOp: np.invert,
 }
 
 _BINARY: dict[type[Operation], Callable[[Array, Array], Array]] = {
@@ -257,7 +328,12 @@ _BINARY: dict[type[Operation], Callable[[Array, Array], Array]] = {
     graph.DivOp: divide,
     graph.MaxOp: np.maximum,
     graph.MinOp: np.minimum,
-    graph.PowOp: np.power,
+    graph.PowOp: power,
+    graph.BitwiseAndOp: np.bitwise_and,
+    graph.BitwiseOrOp: np.bitwise_or,
+    graph.BitwiseXorOp: np.bitwise_xor,
+    graph.ShiftLeftOp: lambda a, b: shift(a, b, left=True),
+    graph.ShiftRightOp: lambda a, b: shift(a, b, left=False),
     graph.MatmulOp: np.matmul,
 }
 
@@ -265,6 +341,7 @@ _REDUCTIONS: dict[type[Operation], Callable[..., Array]] = {
     graph.ReduceSumOp: np.sum,
     graph.ReduceMaxOp: np.max,
     graph.ReduceMinOp: np.min,
+    graph.ReduceProdOp: np.prod,
     graph.ReduceMeanOp: np.mean,
 }
 
@@ -292,6 +369,10 @@ def _reduce(op: graph.ReduceOp, args: Sequence[Array]) -> Array:
 
 _WITH_PARAMS: dict[type[Operation], OpSemantics] = {
     graph.CastOp: lambda op, a: cast(a[0], op.result.type.get_element_type()),
+    graph.BitcastOp: lambda op, a: bitcast(
+        a[0], op.input.type.get_element_type(), op.result.type.get_element_type()
+    ),
+    graph.ModOp: lambda op, a: modulo(a[0], a[1], op.fmod is not None),
     graph.CompareOp: lambda op, a: _COMPARISONS[op.predicate.data](*a),
     graph.SelectOp: lambda op, a: np.where(*a),
     graph.BroadcastToOp: lambda op, a: np.broadcast_to(a[0], op.result.type.get_shape()),
@@ -312,6 +393,7 @@ _WITH_PARAMS: dict[type[Operation], OpSemantics] = {
     graph.ReduceSumOp: _reduce,
     graph.ReduceMaxOp: _reduce,
     graph.ReduceMinOp: _reduce,
+    graph.ReduceProdOp: _reduce,
     graph.ReduceMeanOp: _reduce,
     graph.Conv2dOp: lambda op, a: conv2d(
         a[0],

@@ -10,9 +10,9 @@ layer_norm, ...) carry `CompoundOp` and are opened into primitives before fusion
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, cast
+from typing import ClassVar, TypeVar, cast
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -41,12 +41,15 @@ from xdsl.ir import Attribute, Dialect, Operation, SpacedOpaqueSyntaxAttribute, 
 from xdsl.irdl import (
     AnyAttr,
     AnyOf,
+    AttrConstraint,
     EqAttrConstraint,
+    IntConstraint,
     IntSetConstraint,
     IRDLOperation,
     MessageConstraint,
     ParamAttrConstraint,
     VarConstraint,
+    VerificationContext,
     base,
     irdl_attr_definition,
     irdl_op_definition,
@@ -178,16 +181,52 @@ def _int_widths(*widths: int) -> ParamAttrConstraint[IntegerType]:
     )
 
 
-FloatElement = AnyOf((base(Float32Type), base(Float16Type), base(BFloat16Type)))
-"""Element types of floating-point tensors."""
-NumericElement = AnyOf(
-    (base(Float32Type), base(Float16Type), base(BFloat16Type), _int_widths(32, 64))
-)
+@dataclass(frozen=True)
+class IntegerElementConstraint(AttrConstraint[IntegerType]):
+    """Integer types of the given signless and unsigned widths.
+
+    Signed integers are signless (MLIR's arith is signless and reads them as two's
+    complement); unsigned ones are `ui8`..`ui64`, lowered to signless with the unsigned
+    arith ops. One constraint for both: xDSL's `AnyOf` takes one constraint per base.
+    """
+
+    signless: frozenset[int]
+    unsigned: frozenset[int]
+
+    def verify(self, attr: Attribute, constraint_context: VerificationContext) -> None:
+        if isinstance(attr, IntegerType):
+            widths = {
+                Signedness.SIGNLESS: self.signless,
+                Signedness.UNSIGNED: self.unsigned,
+            }.get(attr.signedness.data, frozenset[int]())
+            if attr.width.data in widths:
+                return
+        raise VerifyException(f"{attr} should be one of {self._names()}")
+
+    def _names(self) -> str:
+        names = [f"i{w}" for w in sorted(self.signless)]
+        return ", ".join(names + [f"ui{w}" for w in sorted(self.unsigned)])
+
+    def get_bases(self) -> set[type[Attribute]] | None:
+        return {IntegerType}
+
+    def mapping_type_vars(
+        self, type_var_mapping: Mapping[TypeVar, AttrConstraint | IntConstraint]
+    ) -> IntegerElementConstraint:
+        return self
+
+
+_WIDTHS = frozenset((8, 16, 32, 64))
+_FLOATS = (base(Float32Type), base(Float16Type), base(BFloat16Type), base(Float64Type))
+
+FloatElement = AnyOf(_FLOATS)
+"""Element types of floating-point tensors: f32, f16, bf16, f64."""
+IntElement = IntegerElementConstraint(_WIDTHS, _WIDTHS)
+"""Integer element types: i8..i64 (signed, signless in MLIR) and ui8..ui64."""
+NumericElement = AnyOf((*_FLOATS, IntElement))
 """Element types arithmetic is defined on."""
-AnyElement = AnyOf(
-    (base(Float32Type), base(Float16Type), base(BFloat16Type), _int_widths(1, 32, 64))
-)
-"""Every element type the dialect supports: f32, f16, bf16, i32, i64, i1."""
+AnyElement = AnyOf((*_FLOATS, IntegerElementConstraint(_WIDTHS | {1}, _WIDTHS)))
+"""Every element type the dialect supports: floats, integers, i1."""
 BoolTensor = TensorType.constr(EqAttrConstraint(IntegerType(1)))
 AnyTensor = TensorType.constr(AnyElement)
 
@@ -212,6 +251,14 @@ def element_bytes(element_type: Attribute) -> int:
     """Storage size of one element: i1 takes a byte, floats and ints their width."""
     assert isinstance(element_type, FixedBitwidthType), element_type
     return max(1, element_type.bitwidth // 8)
+
+
+def is_unsigned(element_type: Attribute) -> bool:
+    """Whether `element_type` is one of ui8..ui64 (lowered with the unsigned arith ops)."""
+    return (
+        isinstance(element_type, IntegerType)
+        and element_type.signedness.data == Signedness.UNSIGNED
+    )
 
 
 def functions(module: ModuleOp) -> Iterator[func.FuncOp]:
@@ -347,6 +394,128 @@ class ErfOp(FloatUnaryOp):
     name = "graph.erf"
 
 
+class IntUnaryOp(UnaryOp, abc.ABC):
+    """Elementwise bit op, defined on integer tensors only."""
+
+    T: ClassVar = VarConstraint("T", TensorType.constr(IntElement))
+
+    input = operand_def(T)
+    result = result_def(T)
+
+
+@irdl_op_definition
+class SinOp(FloatUnaryOp):
+    """Elementwise sine; fusion kind: elemwise."""
+
+    name = "graph.sin"
+
+
+@irdl_op_definition
+class CosOp(FloatUnaryOp):
+    """Elementwise cosine; fusion kind: elemwise."""
+
+    name = "graph.cos"
+
+
+@irdl_op_definition
+class TanOp(FloatUnaryOp):
+    """Elementwise tangent; fusion kind: elemwise."""
+
+    name = "graph.tan"
+
+
+@irdl_op_definition
+class AsinOp(FloatUnaryOp):
+    """Elementwise arcsine (NaN outside [-1, 1]); fusion kind: elemwise."""
+
+    name = "graph.asin"
+
+
+@irdl_op_definition
+class AcosOp(FloatUnaryOp):
+    """Elementwise arccosine (NaN outside [-1, 1]); fusion kind: elemwise."""
+
+    name = "graph.acos"
+
+
+@irdl_op_definition
+class AtanOp(FloatUnaryOp):
+    """Elementwise arctangent; fusion kind: elemwise."""
+
+    name = "graph.atan"
+
+
+@irdl_op_definition
+class SinhOp(FloatUnaryOp):
+    """Elementwise hyperbolic sine; fusion kind: elemwise."""
+
+    name = "graph.sinh"
+
+
+@irdl_op_definition
+class CoshOp(FloatUnaryOp):
+    """Elementwise hyperbolic cosine; fusion kind: elemwise."""
+
+    name = "graph.cosh"
+
+
+@irdl_op_definition
+class AsinhOp(FloatUnaryOp):
+    """Elementwise inverse hyperbolic sine; fusion kind: elemwise."""
+
+    name = "graph.asinh"
+
+
+@irdl_op_definition
+class AcoshOp(FloatUnaryOp):
+    """Elementwise inverse hyperbolic cosine (NaN below 1); fusion kind: elemwise."""
+
+    name = "graph.acosh"
+
+
+@irdl_op_definition
+class AtanhOp(FloatUnaryOp):
+    """Elementwise inverse hyperbolic tangent; fusion kind: elemwise."""
+
+    name = "graph.atanh"
+
+
+@irdl_op_definition
+class FloorOp(FloatUnaryOp):
+    """Elementwise round toward -inf; fusion kind: elemwise."""
+
+    name = "graph.floor"
+
+
+@irdl_op_definition
+class CeilOp(FloatUnaryOp):
+    """Elementwise round toward +inf; fusion kind: elemwise."""
+
+    name = "graph.ceil"
+
+
+@irdl_op_definition
+class RoundOp(FloatUnaryOp):
+    """Elementwise round to the nearest integer, halves to even (ONNX Round, numpy.round);
+    fusion kind: elemwise."""
+
+    name = "graph.round"
+
+
+@irdl_op_definition
+class SignOp(UnaryOp):
+    """Elementwise -1, 0 or 1 by the sign of x (NaN stays NaN); fusion kind: elemwise."""
+
+    name = "graph.sign"
+
+
+@irdl_op_definition
+class BitwiseNotOp(IntUnaryOp):
+    """Elementwise bitwise complement; fusion kind: elemwise."""
+
+    name = "graph.bitwise_not"
+
+
 @irdl_op_definition
 class CastOp(IRDLOperation):
     """Elementwise conversion of the element type; shape unchanged. Fusion kind: elemwise.
@@ -367,6 +536,30 @@ class CastOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_result_shape(self, shape_of(self.input), "a cast keeps the shape")
+
+
+@irdl_op_definition
+class BitcastOp(IRDLOperation):
+    """Elementwise reinterpretation of an element's bits as another element type of the
+    same width (i1 as a byte, 0 or 1: ONNX BitCast of bool to uint8). Fusion: elemwise."""
+
+    name = "graph.bitcast"
+
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    traits = traits_def(Pure(), FusionKindTrait(FusionKind.ELEMWISE))
+
+    def verify_(self) -> None:
+        _check_result_shape(self, shape_of(self.input), "a bitcast keeps the shape")
+        source = tensor_type_of(self.input).get_element_type()
+        target = tensor_type_of(self.result).get_element_type()
+        if element_bytes(source) != element_bytes(target) or IntegerType(1) == target:
+            raise VerifyException(
+                f"result element type {target} has {element_bytes(target)} bytes, expected "
+                f"{element_bytes(source)} (the input's {source}; not i1)"
+            )
 
 
 class BinaryOp(IRDLOperation, abc.ABC):
@@ -434,17 +627,81 @@ class MinOp(BinaryOp):
     name = "graph.min"
 
 
-@irdl_op_definition
-class PowOp(BinaryOp):
-    """Elementwise lhs ** rhs on floats; fusion kind: elemwise."""
+class IntBinaryOp(BinaryOp, abc.ABC):
+    """Elementwise bit op on two integer tensors of one element type, broadcasting."""
 
-    name = "graph.pow"
-
-    E: ClassVar = VarConstraint("E", FloatElement)
+    E: ClassVar = VarConstraint("E", IntElement)
 
     lhs = operand_def(TensorType.constr(E))
     rhs = operand_def(TensorType.constr(E))
     result = result_def(TensorType.constr(E))
+
+
+@irdl_op_definition
+class ModOp(BinaryOp):
+    """Elementwise remainder; fusion kind: elemwise.
+
+    Without `fmod` the result takes the divisor's sign (Python's %, numpy.mod, for floats
+    too); with `fmod` the dividend's (C's fmod, numpy.fmod). An integer remainder by 0 is
+    0, as by 1 (no trap; ONNX leaves it open).
+    """
+
+    name = "graph.mod"
+
+    fmod = opt_prop_def(UnitAttr)
+
+    assembly_format = (
+        "$lhs `,` $rhs (`fmod` $fmod^)? attr-dict `:` functional-type(operands, results)"
+    )
+
+
+@irdl_op_definition
+class BitwiseAndOp(IntBinaryOp):
+    """Elementwise lhs & rhs; fusion kind: elemwise."""
+
+    name = "graph.bitwise_and"
+
+
+@irdl_op_definition
+class BitwiseOrOp(IntBinaryOp):
+    """Elementwise lhs | rhs; fusion kind: elemwise."""
+
+    name = "graph.bitwise_or"
+
+
+@irdl_op_definition
+class BitwiseXorOp(IntBinaryOp):
+    """Elementwise lhs ^ rhs; fusion kind: elemwise."""
+
+    name = "graph.bitwise_xor"
+
+
+@irdl_op_definition
+class ShiftLeftOp(IntBinaryOp):
+    """Elementwise lhs << rhs; a count of at least the width (read unsigned) gives 0, as
+    NumPy. Fusion kind: elemwise."""
+
+    name = "graph.shift_left"
+
+
+@irdl_op_definition
+class ShiftRightOp(IntBinaryOp):
+    """Elementwise lhs >> rhs, arithmetic for signed and logical for unsigned elements; a
+    count of at least the width (read unsigned) gives 0, or -1 for a negative signed lhs,
+    as NumPy. Fusion kind: elemwise."""
+
+    name = "graph.shift_right"
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    """Elementwise lhs ** rhs; fusion kind: elemwise.
+
+    On integers a negative exponent gives 0 unless lhs is 1 or -1 (1 / lhs**-rhs
+    truncated toward zero; 0 ** negative gives 0 too, where C would trap).
+    """
+
+    name = "graph.pow"
 
 
 @irdl_op_definition
@@ -743,6 +1000,13 @@ class ReduceMinOp(ReduceOp):
     """Minimum over axes; fusion kind: reduction."""
 
     name = "graph.reduce_min"
+
+
+@irdl_op_definition
+class ReduceProdOp(ReduceOp):
+    """Product over axes; fusion kind: reduction."""
+
+    name = "graph.reduce_prod"
 
 
 @irdl_op_definition
@@ -1186,7 +1450,24 @@ Graph = Dialect(
         TanhOp,
         SigmoidOp,
         ErfOp,
+        SinOp,
+        CosOp,
+        TanOp,
+        AsinOp,
+        AcosOp,
+        AtanOp,
+        SinhOp,
+        CoshOp,
+        AsinhOp,
+        AcoshOp,
+        AtanhOp,
+        FloorOp,
+        CeilOp,
+        RoundOp,
+        SignOp,
+        BitwiseNotOp,
         CastOp,
+        BitcastOp,
         AddOp,
         SubOp,
         MulOp,
@@ -1194,6 +1475,12 @@ Graph = Dialect(
         MaxOp,
         MinOp,
         PowOp,
+        ModOp,
+        BitwiseAndOp,
+        BitwiseOrOp,
+        BitwiseXorOp,
+        ShiftLeftOp,
+        ShiftRightOp,
         CompareOp,
         SelectOp,
         BroadcastToOp,
@@ -1206,6 +1493,7 @@ Graph = Dialect(
         ReduceSumOp,
         ReduceMaxOp,
         ReduceMinOp,
+        ReduceProdOp,
         ReduceMeanOp,
         MatmulOp,
         Conv2dOp,

@@ -29,6 +29,8 @@ _COMBINE: dict[tuple[ReduceKind, bool], Callable[[SSAValue, SSAValue], Operation
     (ReduceKind.MAX, False): arith.MaxSIOp,
     (ReduceKind.MIN, True): lambda a, b: arith.MinimumfOp(a, b, _NSZ),
     (ReduceKind.MIN, False): arith.MinSIOp,
+    (ReduceKind.UMAX, False): arith.MaxUIOp,
+    (ReduceKind.UMIN, False): arith.MinUIOp,
 }
 
 

@@ -38,10 +38,11 @@ INDEX = IndexType()
 
 
 def compute_type(element: Attribute) -> Attribute:
-    """Kernels compute f16 and bf16 in f32 (as the reference does) and round on store."""
+    """Kernels compute f16 and bf16 in f32 (as the reference does) and round on store;
+    unsigned integers are signless scalars (their ops say how to read them)."""
     if isinstance(element, Float16Type | BFloat16Type):
         return f32
-    return element
+    return loop.signless(element)
 
 
 def is_float(typ: Attribute) -> bool:
@@ -158,17 +159,19 @@ class Emitter(BlockBuilder):
     def index_value(self, value: Index) -> SSAValue:
         return self.constant(value, INDEX) if isinstance(value, int) else value
 
-    def lowest(self, typ: Attribute) -> SSAValue:
-        """-inf for floats, the minimum for integers: the identity of max."""
+    def lowest(self, typ: Attribute, unsigned: bool = False) -> SSAValue:
+        """-inf for floats, the minimum for integers (0 read `unsigned`): the identity of
+        max."""
         if is_float(typ):
             return self.constant(-math.inf, typ)
-        return self.constant(_int_min(typ), typ)
+        return self.constant(0 if unsigned else _int_min(typ), typ)
 
-    def highest(self, typ: Attribute) -> SSAValue:
-        """+inf for floats, the maximum for integers: the identity of min."""
+    def highest(self, typ: Attribute, unsigned: bool = False) -> SSAValue:
+        """+inf for floats, the maximum for integers (all ones read `unsigned`): the
+        identity of min."""
         if is_float(typ):
             return self.constant(math.inf, typ)
-        return self.constant(-_int_min(typ) - 1, typ)
+        return self.constant(-1 if unsigned else -_int_min(typ) - 1, typ)
 
     # ---- index arithmetic (folded when both sides are known) --------------------------
 

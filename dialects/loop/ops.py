@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerType,
     MemRefType,
+    Signedness,
     StringAttr,
     SymbolNameConstraint,
     SymbolRefAttr,
@@ -69,6 +70,10 @@ class ReduceKind(StrEnum):
     MUL = "mul"
     MAX = "max"
     MIN = "min"
+    UMAX = "umax"
+    """max of integers read unsigned (the elements of ui8..ui64 tensors)."""
+    UMIN = "umin"
+    """min of integers read unsigned."""
 
 
 @irdl_attr_definition
@@ -76,6 +81,18 @@ class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
     """The combiner of a `loop.reduce`."""
 
     name = "loop.reduce_kind"
+
+
+def signless(typ: Attribute) -> Attribute:
+    """The signless integer type of an unsigned one (others unchanged).
+
+    Buffers may hold `ui8`..`ui64` elements (so a function's signature says what its
+    callers pass), but scalars are signless, as `arith` wants them: a load gives, and a
+    store takes, the signless type of its buffer's elements.
+    """
+    if isinstance(typ, IntegerType) and typ.signedness.data == Signedness.UNSIGNED:
+        return IntegerType(typ.width.data)
+    return typ
 
 
 def _bounds(values: Sequence[int]) -> DenseArrayBase[IntegerType]:
@@ -210,7 +227,7 @@ class ReduceOp(IRDLOperation):
 
 @irdl_op_definition
 class LoadOp(IRDLOperation):
-    """Reads one element of a buffer."""
+    """Reads one element of a buffer (unsigned elements as signless: see `signless`)."""
 
     name = "loop.load"
 
@@ -222,19 +239,20 @@ class LoadOp(IRDLOperation):
 
     def __init__(self, buffer: SSAValue, indices: Sequence[SSAValue]):
         super().__init__(
-            operands=[buffer, indices], result_types=[_memref(buffer).get_element_type()]
+            operands=[buffer, indices],
+            result_types=[signless(_memref(buffer).get_element_type())],
         )
 
     def verify_(self) -> None:
         _check_indices(self.buffer, self.indices)
-        element = _memref(self.buffer).get_element_type()
+        element = signless(_memref(self.buffer).get_element_type())
         if self.result.type != element:
             raise VerifyException(f"result has type {self.result.type}, expected {element}")
 
 
 @irdl_op_definition
 class StoreOp(IRDLOperation):
-    """Writes one element of a buffer."""
+    """Writes one element of a buffer (unsigned elements as signless: see `signless`)."""
 
     name = "loop.store"
 
@@ -251,7 +269,7 @@ class StoreOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_indices(self.buffer, self.indices)
-        element = _memref(self.buffer).get_element_type()
+        element = signless(_memref(self.buffer).get_element_type())
         if self.value.type != element:
             raise VerifyException(f"stored value has type {self.value.type}, expected {element}")
 

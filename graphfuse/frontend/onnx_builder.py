@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     DenseArrayBase,
     Float16Type,
     Float32Type,
@@ -21,6 +22,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    Signedness,
     StringAttr,
     TensorType,
     UnitAttr,
@@ -39,11 +41,29 @@ from graphfuse.weights import TEXT_LIMIT
 Array = np.ndarray[Any, Any]
 Value = SSAValue | Array
 
+
+def _bfloat16() -> dict[np.dtype[Any], Attribute]:
+    """ONNX holds bfloat16 data as ml_dtypes' bfloat16 (installed with onnx)."""
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - onnx depends on it
+        return {}
+    return {np.dtype(ml_dtypes.bfloat16): BFloat16Type()}
+
+
 _ELEMENT_TYPES: dict[np.dtype[Any], Attribute] = {
     np.dtype(np.float32): Float32Type(),
     np.dtype(np.float16): Float16Type(),
+    np.dtype(np.float64): Float64Type(),
+    **_bfloat16(),
     np.dtype(np.int64): IntegerType(64),
     np.dtype(np.int32): IntegerType(32),
+    np.dtype(np.int16): IntegerType(16),
+    np.dtype(np.int8): IntegerType(8),
+    **{
+        np.dtype(f"uint{width}"): IntegerType(width, Signedness.UNSIGNED)
+        for width in (8, 16, 32, 64)
+    },
     np.dtype(np.bool_): IntegerType(1),
 }
 
@@ -132,9 +152,9 @@ class Builder:
         cached = self._constants.get(id(value))
         if cached is not None and cached[0] is value:
             return cached[1]
+        # A double is an f64 constant (a double scalar beside an f32 tensor was already
+        # made f32 by `same_element`).
         array = value
-        if array.dtype == np.float64:
-            array = array.astype(np.float32)  # torch exports some scalars as double
         typ = TensorType(element_type_of(array.dtype, f"node {self.node}"), array.shape)
         op = graph.ConstantOp.create(
             result_types=[typ], properties={"value": numpy_to_dense(array, typ)}

@@ -134,3 +134,4 @@ def _reduce(
 
 for _name, _op in _REDUCE.items():
     CONVERTERS[_name] = _reduce_converter(_op)
+CONVERTERS["ReduceProd"] = _reduce_converter(graph.ReduceProdOp)

@@ -1,10 +1,11 @@
-"""ONNX elementwise operators as graph-dialect ops: arithmetic, comparison, logic, casts
-and activations."""
+"""ONNX elementwise operators as graph-dialect ops: arithmetic, comparison, logic, bit
+operations, casts, trigonometric functions and activations."""
 
 from __future__ import annotations
 
 import numpy as np
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import AnyFloat, Float64Type, UnitAttr
+from xdsl.ir import Attribute, SSAValue
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_rules as rules
@@ -27,6 +28,11 @@ from graphfuse.frontend.onnx_convert import (
 
 # ---- elementwise ------------------------------------------------------------------------
 
+
+def is_float(element: Attribute) -> bool:
+    return isinstance(element, AnyFloat)
+
+
 _UNARY: dict[str, type[graph.UnaryOp]] = {
     "Relu": graph.ReluOp,
     "Sigmoid": graph.SigmoidOp,
@@ -37,6 +43,22 @@ _UNARY: dict[str, type[graph.UnaryOp]] = {
     "Sqrt": graph.SqrtOp,
     "Neg": graph.NegOp,
     "Abs": graph.AbsOp,
+    "Sin": graph.SinOp,
+    "Cos": graph.CosOp,
+    "Tan": graph.TanOp,
+    "Asin": graph.AsinOp,
+    "Acos": graph.AcosOp,
+    "Atan": graph.AtanOp,
+    "Sinh": graph.SinhOp,
+    "Cosh": graph.CoshOp,
+    "Asinh": graph.AsinhOp,
+    "Acosh": graph.AcoshOp,
+    "Atanh": graph.AtanhOp,
+    "Floor": graph.FloorOp,
+    "Ceil": graph.CeilOp,
+    "Round": graph.RoundOp,
+    "Sign": graph.SignOp,
+    "BitwiseNot": graph.BitwiseNotOp,
 }
 
 
@@ -52,6 +74,9 @@ _BINARY: dict[str, type[graph.BinaryOp]] = {
     "Sub": graph.SubOp,
     "Mul": graph.MulOp,
     "Div": graph.DivOp,
+    "BitwiseAnd": graph.BitwiseAndOp,
+    "BitwiseOr": graph.BitwiseOrOp,
+    "BitwiseXor": graph.BitwiseXorOp,
 }
 
 
@@ -65,11 +90,75 @@ for _name, _op in _BINARY.items():
 
 @converter("Pow")
 def _pow(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
-    """ONNX lets the exponent's type differ from the base's (x ** int64 n); graph.pow takes
-    one element type, so the exponent follows the base (an integer base stays refused)."""
+    """ONNX lets the exponent's type differ from the base's; the result has the base's.
+    graph.pow takes one element type: a float base takes the exponent as its own type,
+    an integer base an integer exponent as its own type, and an integer base with a
+    float exponent is raised in f64 and truncated back (as ONNX's reference does)."""
     base, exponent = required(inputs, 0), required(inputs, 1)
-    exponent = b.cast(exponent, element_of(base, f"node {b.node}"))
-    return [b.binary(graph.PowOp, base, exponent)]
+    base_type = element_of(base, f"node {b.node}")
+    exponent_type = element_of(exponent, f"node {b.node}")
+    if is_float(base_type) or not is_float(exponent_type):
+        return [b.binary(graph.PowOp, base, b.cast(exponent, base_type))]
+    wide = Float64Type()
+    power = b.binary(graph.PowOp, b.cast(base, wide), b.cast(exponent, wide))
+    return [b.cast(power, base_type)]
+
+
+@converter("Mod")
+def _mod(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    a, c = b.same_element(required(inputs, 0), required(inputs, 1))
+    fmod = {"fmod": UnitAttr()} if attrs.get("fmod", 0) else {}
+    shape = rules.broadcast_shapes(shape_of(a), shape_of(c))
+    return [b.op(graph.ModOp, [a, c], shape, **fmod)]
+
+
+@converter("BitShift")
+def _bit_shift(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    direction = attrs.get("direction", b"")
+    direction = direction.decode() if isinstance(direction, bytes) else str(direction)
+    if direction not in ("LEFT", "RIGHT"):
+        raise b.fail(f"direction must be LEFT or RIGHT, got '{direction}'")
+    op_type = graph.ShiftLeftOp if direction == "LEFT" else graph.ShiftRightOp
+    return [b.binary(op_type, required(inputs, 0), required(inputs, 1))]
+
+
+@converter("Xor")
+def _xor(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """Of booleans: a != b."""
+    return [b.compare("ne", required(inputs, 0), required(inputs, 1))]
+
+
+@converter("Mean")
+def _mean(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """The sum of the inputs, broadcast, divided by their count."""
+    total = required(inputs, 0)
+    for other in inputs[1:]:
+        assert other is not None
+        total = b.binary(graph.AddOp, total, other)
+    if len(inputs) == 1:
+        return [total]
+    return [b.binary(graph.DivOp, total, np.asarray(len(inputs), np.float32))]
+
+
+@converter("IsInf")
+def _is_inf(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """x == +inf, x == -inf, or |x| == inf, as detect_positive and detect_negative ask."""
+    x = required(inputs)
+    positive, negative = attrs.get("detect_positive", 1), attrs.get("detect_negative", 1)
+    if positive and negative:
+        return [b.compare("eq", b.unary(graph.AbsOp, x), np.asarray(np.inf, np.float32))]
+    target = np.inf if positive else -np.inf if negative else np.nan  # NaN: never equal
+    return [b.compare("eq", x, np.asarray(target, np.float32))]
+
+
+@converter("BitCast")
+def _bit_cast(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    from onnx import helper
+
+    x = required(inputs)
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(attrs["to"]))
+    element = element_type_of(dtype, f"node {b.node}")
+    return [b.op(graph.BitcastOp, [x], shape_of(x), element)]
 
 
 def _variadic(op_type: type[graph.BinaryOp]) -> Converter:

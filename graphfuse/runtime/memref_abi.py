@@ -17,8 +17,10 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
     Float32Type,
+    Float64Type,
     IntegerType,
     MemRefType,
+    Signedness,
 )
 from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
@@ -32,10 +34,16 @@ def storage_dtype(element: Attribute) -> np.dtype[Any]:
         return np.dtype(np.float32)
     if isinstance(element, Float16Type):
         return np.dtype(np.float16)
+    if isinstance(element, Float64Type):
+        return np.dtype(np.float64)
     if isinstance(element, BFloat16Type):
         return np.dtype(np.uint16)
     assert isa(element, IntegerType), element
-    return np.dtype({1: np.bool_, 8: np.int8, 32: np.int32, 64: np.int64}[element.width.data])
+    width = element.width.data
+    if width == 1:
+        return np.dtype(np.bool_)
+    unsigned = element.signedness.data is Signedness.UNSIGNED
+    return np.dtype(f"uint{width}" if unsigned else f"int{width}")
 
 
 def user_dtype(element: Attribute) -> np.dtype[Any]:

@@ -86,7 +86,7 @@ def _identity(kind: loop.ReduceKind, typ: Attribute) -> float | int:
         return {"add": 0.0, "mul": 1.0, "max": -math.inf, "min": math.inf}[kind.value]
     assert isa(typ, IntegerType)
     top = (1 << (typ.bitwidth - 1)) - 1
-    return {"add": 0, "mul": 1, "max": -top - 1, "min": top}[kind.value]
+    return {"add": 0, "mul": 1, "max": -top - 1, "min": top, "umax": 0, "umin": -1}[kind.value]
 
 
 def _strided_loop(

@@ -31,7 +31,18 @@ _REDUCE_KINDS: dict[type[graph.ReduceOp], loop.ReduceKind] = {
     graph.ReduceMeanOp: loop.ReduceKind.ADD,
     graph.ReduceMaxOp: loop.ReduceKind.MAX,
     graph.ReduceMinOp: loop.ReduceKind.MIN,
+    graph.ReduceProdOp: loop.ReduceKind.MUL,
 }
+_UNSIGNED_KINDS = {
+    loop.ReduceKind.MAX: loop.ReduceKind.UMAX,
+    loop.ReduceKind.MIN: loop.ReduceKind.UMIN,
+}
+"""Max and min of unsigned integers compare unsigned."""
+
+
+def _kind(kind: loop.ReduceKind, element: Attribute) -> loop.ReduceKind:
+    """`kind` as it combines elements of tensor element type `element`."""
+    return _UNSIGNED_KINDS.get(kind, kind) if graph.is_unsigned(element) else kind
 
 
 def _accumulate(
@@ -47,6 +58,8 @@ def _accumulate(
         loop.ReduceKind.MUL: lambda: em.constant(1, typ),
         loop.ReduceKind.MAX: lambda: em.lowest(typ),
         loop.ReduceKind.MIN: lambda: em.highest(typ),
+        loop.ReduceKind.UMAX: lambda: em.lowest(typ, unsigned=True),
+        loop.ReduceKind.UMIN: lambda: em.highest(typ, unsigned=True),
     }[kind]()
     if 0 in bounds:
         return init
@@ -64,7 +77,8 @@ def _reduce(builder: ElementBuilder, op: graph.ReduceOp, index: tuple[Index, ...
     # Sorted: the loop over reduced dims follows dim order, as _reduced_index reads it.
     axes = sorted(rules.normalize_axes(op.axes.get_values(), len(in_shape)))
     keepdims = op.keepdims is not None
-    typ = compute_type(tensor_type_of(op.result).get_element_type())
+    element = tensor_type_of(op.result).get_element_type()
+    typ = compute_type(element)
     keep = builder.unkept_rows.pop(op.input, None)
 
     def body(loop_index: tuple[Index, ...]) -> SSAValue:
@@ -74,7 +88,8 @@ def _reduce(builder: ElementBuilder, op: graph.ReduceOp, index: tuple[Index, ...
             em.add(loop.StoreOp(element, keep, [em.index_value(i) for i in at]))
         return element
 
-    total = _accumulate(em, _REDUCE_KINDS[type(op)], [in_shape[a] for a in axes], typ, body)
+    kind = _kind(_REDUCE_KINDS[type(op)], element)
+    total = _accumulate(em, kind, [in_shape[a] for a in axes], typ, body)
     if keep is not None:
         builder.row_buffers[op.input] = keep
     if not isinstance(op, graph.ReduceMeanOp):
@@ -218,9 +233,10 @@ def _pool(builder: ElementBuilder, op: graph.Pool2dOp, index: tuple[Index, ...])
     kh, kw = op.kernel.get_values()
     sh, sw = op.strides.get_values()
     top, left = op.padding.get_values()[:2]
-    typ = compute_type(tensor_type_of(op.result).get_element_type())
+    element = tensor_type_of(op.result).get_element_type()
+    typ = compute_type(element)
     is_max = isinstance(op, graph.MaxPool2dOp)
-    fill = em.lowest(typ) if is_max else em.constant(0, typ)
+    fill = em.lowest(typ, graph.is_unsigned(element)) if is_max else em.constant(0, typ)
 
     def position(taps: tuple[Index, ...]) -> tuple[Index, ...]:
         return (
@@ -233,7 +249,7 @@ def _pool(builder: ElementBuilder, op: graph.Pool2dOp, index: tuple[Index, ...])
     def body(taps: tuple[Index, ...]) -> SSAValue:
         return builder.guarded(op.input, position(taps), fill)
 
-    kind = loop.ReduceKind.MAX if is_max else loop.ReduceKind.ADD
+    kind = _kind(loop.ReduceKind.MAX, element) if is_max else loop.ReduceKind.ADD
     total = _accumulate(em, kind, [kh, kw], typ, body)
     if is_max:
         return total

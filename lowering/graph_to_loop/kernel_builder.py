@@ -178,7 +178,7 @@ class KernelBuilder:
             em.add(loop.YieldOp())
 
     def _to_storage(self, scalar: SSAValue, element: Attribute) -> SSAValue:
-        if scalar.type == element:
+        if scalar.type == loop.signless(element):
             return scalar
         widened = scalar.owner
         if isinstance(widened, arith.ExtFOp) and widened.input.type == element:

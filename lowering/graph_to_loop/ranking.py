@@ -30,20 +30,22 @@ RANKING_OPS = (graph.SortOp, graph.TopKOp)
 """Ops that scatter their results: always materialised, by `emit_ranking`."""
 
 
-def _precedes_ascending(em: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+def _precedes_ascending(em: Emitter, a: SSAValue, b: SSAValue, unsigned: bool = False) -> SSAValue:
     """a sorts strictly before b ascending (NaN last)."""
     if not is_float(a.type):
-        return em.emit(arith.CmpiOp(a, b, "slt"))
+        return em.emit(arith.CmpiOp(a, b, "ult" if unsigned else "slt"))
     less = em.emit(arith.CmpfOp(a, b, "olt"))
     b_nan = em.emit(arith.CmpfOp(b, b, "uno"))
     a_number = em.emit(arith.CmpfOp(a, a, "ord"))
     return em.emit(arith.OrIOp(less, em.emit(arith.AndIOp(b_nan, a_number))))
 
 
-def _precedes_largest_first(em: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+def _precedes_largest_first(
+    em: Emitter, a: SSAValue, b: SSAValue, unsigned: bool = False
+) -> SSAValue:
     """a comes before b when taking the largest first (NaN after every number)."""
     if not is_float(a.type):
-        return em.emit(arith.CmpiOp(a, b, "sgt"))
+        return em.emit(arith.CmpiOp(a, b, "ugt" if unsigned else "sgt"))
     greater = em.emit(arith.CmpfOp(a, b, "ogt"))
     b_nan = em.emit(arith.CmpfOp(b, b, "uno"))
     a_number = em.emit(arith.CmpfOp(a, a, "ord"))
@@ -70,6 +72,7 @@ def emit_ranking(
     shape = tuple(graph.tensor_type_of(op.input).get_shape())
     axis = rules.normalize_axis(op.axis.value.data, len(shape))
     descending = isinstance(op, graph.SortOp) and op.descending is not None
+    unsigned = graph.is_unsigned(graph.tensor_type_of(op.input).get_element_type())
     nest = loop.ParallelOp(shape)
     em.add(nest)
     with em.inside(nest.body.block):
@@ -81,11 +84,11 @@ def emit_ranking(
             j = others[0]
             theirs = value_at(op.input, (*index[:axis], j, *index[axis + 1 :]))
             if isinstance(op, graph.TopKOp):
-                strictly = _precedes_largest_first(em, theirs, mine)
+                strictly = _precedes_largest_first(em, theirs, mine, unsigned)
             elif descending:
-                strictly = _precedes_ascending(em, mine, theirs)
+                strictly = _precedes_ascending(em, mine, theirs, unsigned)
             else:
-                strictly = _precedes_ascending(em, theirs, mine)
+                strictly = _precedes_ascending(em, theirs, mine, unsigned)
             tie_rule = "sgt" if descending else "slt"
             earlier = em.emit(arith.CmpiOp(em.index_value(j), position, tie_rule))
             tie = em.emit(arith.AndIOp(_equal(em, theirs, mine), earlier))
@@ -115,7 +118,7 @@ def _store_all(
 def _storage(em: Emitter, value: SSAValue, buffer: SSAValue) -> SSAValue:
     buffer_type = buffer.type
     assert isa(buffer_type, MemRefType[Attribute]), "ranking results are stored to memrefs"
-    element = buffer_type.get_element_type()
+    element = loop.signless(buffer_type.get_element_type())
     return value if value.type == element else em.emit(arith.TruncFOp(value, element))
 
 

@@ -8,8 +8,9 @@
 Float sums carry the `reassoc` fast-math flag: `loop.reduce` leaves the order of combination
 open, and LLVM vectorises a reduction only when it may reassociate. Functions that take
 buffers from the graph conversion get `llvm.emit_c_interface`, so C and Python can call them
-through `_mlir_ciface_<name>`. i1 buffers become byte buffers (see bool_buffers). The
-output is plain upstream MLIR; `mlir-opt` parses it.
+through `_mlir_ciface_<name>`. i1 buffers become byte buffers (see bool_buffers), and
+unsigned ones signless (see unsigned_buffers). The output is plain upstream MLIR; `mlir-opt`
+parses it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from graphfuse.dialects.loop.combine import combine
 from graphfuse.dialects.loop.emitter import BlockBuilder
 from graphfuse.lowering.loop_to_upstream.bool_buffers import store_bools_as_bytes
 from graphfuse.lowering.loop_to_upstream.loop_indexing import inline_body
+from graphfuse.lowering.loop_to_upstream.unsigned_buffers import store_unsigned_as_signless
 
 PARALLEL_MIN_WORK = 1 << 15
 """Loop nests with fewer iterations than this (counting nested reductions) stay serial:
@@ -54,6 +56,7 @@ class ConvertLoopToUpstreamPass(ModulePass):
         # Decided before converting: the walk lowers nested reductions first, and _work
         # counts them.
         threaded = {o for o in op.walk() if self.parallel and _worth_threads(o, self.min_work)}
+        store_unsigned_as_signless(op)
         for inner in reversed(list(op.walk())):
             _convert(inner, inner in threaded)
         store_bools_as_bytes(op)
