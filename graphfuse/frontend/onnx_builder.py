@@ -68,6 +68,16 @@ _ELEMENT_TYPES: dict[np.dtype[Any], Attribute] = {
 }
 
 
+def known_as_element(array: Array, element: Attribute) -> Array:
+    """A value known at import converted to `element`, held as the interpreter holds it:
+    bf16 as float32 holding values rounded to bf16 (through ml_dtypes' bfloat16)."""
+    if isinstance(element, BFloat16Type):
+        found = [d for d, e in _ELEMENT_TYPES.items() if isinstance(e, BFloat16Type)]
+        if found:
+            return array.astype(found[0]).astype(np.float32)
+    return array.astype(numpy_dtype(element))
+
+
 class ImportFailure(GraphfuseError):
     """An ONNX model graphfuse cannot import; the message names the node or input."""
 
@@ -145,8 +155,9 @@ class Builder:
 
     # ---- values -----------------------------------------------------------------------
 
-    def tensor(self, value: Value) -> SSAValue:
-        """`value` as an SSA tensor: a known array becomes a graph.constant (once)."""
+    def tensor(self, value: Value, element: Attribute | None = None) -> SSAValue:
+        """`value` as an SSA tensor: a known array becomes a graph.constant (once), of
+        its own element type or `element` (bf16, which no NumPy dtype names)."""
         if isinstance(value, SSAValue):
             return value
         cached = self._constants.get(id(value))
@@ -155,7 +166,8 @@ class Builder:
         # A double is an f64 constant (a double scalar beside an f32 tensor was already
         # made f32 by `same_element`).
         array = value
-        typ = TensorType(element_type_of(array.dtype, f"node {self.node}"), array.shape)
+        element = element or element_type_of(array.dtype, f"node {self.node}")
+        typ = TensorType(element, array.shape)
         op = graph.ConstantOp.create(
             result_types=[typ], properties={"value": numpy_to_dense(array, typ)}
         )
@@ -248,7 +260,7 @@ class Builder:
         if element is None:
             element = graph.tensor_type_of(values[0]).get_element_type()
         if 0 in shape:  # an empty result holds no data: it is known, whatever computes it
-            return self.tensor(np.zeros(shape, numpy_dtype(element)))
+            return self.tensor(np.zeros(shape, numpy_dtype(element)), element)
         op = op_type.create(
             operands=values,
             result_types=[TensorType(element, list(shape))],
@@ -271,8 +283,13 @@ class Builder:
             a = self.known_as(a, b)
         return a, b
 
-    def known_as(self, array: Array, like: SSAValue) -> Array:
-        return array.astype(numpy_dtype(graph.tensor_type_of(like).get_element_type()))
+    def known_as(self, array: Array, like: SSAValue) -> Value:
+        """A known operand in the element type of `like`."""
+        element = graph.tensor_type_of(like).get_element_type()
+        converted = known_as_element(array, element)
+        if isinstance(element, BFloat16Type):  # no NumPy dtype says bf16: a constant here
+            return self.tensor(converted, element)
+        return converted
 
     def compare(self, predicate: str, a: Value, b: Value) -> SSAValue:
         a, b = self.same_element(a, b)
@@ -298,7 +315,7 @@ class Builder:
         if element_of(x, f"node {self.node}") == element:
             return x
         if not isinstance(x, SSAValue):
-            return x.astype(numpy_dtype(element))
+            return known_as_element(x, element)
         return self.op(graph.CastOp, [x], shape_of(x), element)
 
     def reduce(

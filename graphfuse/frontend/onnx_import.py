@@ -257,7 +257,8 @@ class _Importer:
         try:
             outputs = converter(b, inputs, attrs)
         except VerifyException as error:
-            raise ImportFailure(f"node {label} ({node.op_type}): {error}") from None
+            text = " ".join(str(error).split())  # one line
+            raise ImportFailure(f"node {label} ({node.op_type}): {text}") from None
         except (KeyError, IndexError, AssertionError) as error:
             raise ImportFailure(
                 f"node {label} ({node.op_type}): malformed node ({type(error).__name__}: {error})"
