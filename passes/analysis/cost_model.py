@@ -73,11 +73,23 @@ _TRANSCENDENTAL = (
     graph.SigmoidOp,
     graph.ErfOp,
     graph.PowOp,
+    graph.SinOp,
+    graph.CosOp,
+    graph.TanOp,
+    graph.AsinOp,
+    graph.AcosOp,
+    graph.AtanOp,
+    graph.SinhOp,
+    graph.CoshOp,
+    graph.AsinhOp,
+    graph.AcoshOp,
+    graph.AtanhOp,
 )
-_DIVIDING = (graph.DivOp, graph.SqrtOp, graph.RsqrtOp)
+_DIVIDING = (graph.DivOp, graph.ModOp, graph.SqrtOp, graph.RsqrtOp)
 
 TRANSCENDENTAL_FLOPS = 10
-"""Flops charged per element of exp, log, tanh, sigmoid, erf and pow (a polynomial)."""
+"""Flops charged per element of exp, log, tanh, sigmoid, erf, pow and the trigonometric
+and hyperbolic functions (a polynomial or a libm call)."""
 DIVISION_FLOPS = 4
 
 

@@ -330,3 +330,14 @@ def test_unsigned_constant_prints_and_parses_back() -> None:
     got = graphfuse.compile(module)(x)
     assert got.dtype == np.uint8
     np.testing.assert_array_equal(got, want)
+
+
+def test_double_initializer_stays_double() -> None:
+    """An f64 weight is an f64 constant: 1e-300 * 1e-10 keeps its f64 value, where a
+    float32 constant would give 0."""
+    x = np.array([2.0, 4.0, 1e-10])
+    k = np.array([1.5, 2.25, 1e-300])
+    built = _model("Mul", {"x": x}, initializers={"k": k})
+    for results in _run_both(built, {"x": x}):
+        assert results[0].dtype == np.float64
+        np.testing.assert_allclose(results[0], x * k, rtol=1e-12, atol=0)

@@ -9,9 +9,33 @@ func.func @exp_int(%x: tensor<4xi32>) {
 
 // -----
 
-func.func @unary_f64(%x: tensor<4xf64>) {
-  %0 = graph.neg %x : tensor<4xf64>
-  // CHECK: Unexpected attribute f64
+func.func @unary_f80(%x: tensor<4xf80>) {
+  %0 = graph.neg %x : tensor<4xf80>
+  // CHECK: Unexpected attribute f80
+  func.return
+}
+
+// -----
+
+func.func @bitwise_float(%x: tensor<4xf32>) {
+  %0 = graph.bitwise_and %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  // CHECK: f32 should be one of i8, i16, i32, i64, ui8, ui16, ui32, ui64
+  func.return
+}
+
+// -----
+
+func.func @unsigned_i1(%x: tensor<4xui1>) {
+  %0 = graph.neg %x : tensor<4xui1>
+  // CHECK: ui1 should be one of i8, i16, i32, i64, ui8, ui16, ui32, ui64
+  func.return
+}
+
+// -----
+
+func.func @bitcast_width(%x: tensor<4xf32>) {
+  %0 = graph.bitcast %x : tensor<4xf32> -> tensor<4xi16>
+  // CHECK: result element type i16 has 2 bytes, expected 4 (the input's f32; not i1)
   func.return
 }
 

@@ -195,3 +195,40 @@ func.func @structure(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>) {
   }
   func.return %0, %1 : tensor<4x8xf32>, tensor<4xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @element_types
+func.func @element_types(%u: tensor<4xui8>, %i: tensor<4xi16>, %d: tensor<4xf64>, %b: tensor<4xi1>) -> tensor<4xui8> {
+  // CHECK-NEXT: %[[K:.*]] = graph.constant dense<[1, 200, 3, 255]> : tensor<4xui8>
+  %k = graph.constant dense<[1, 200, 3, 255]> : tensor<4xui8>
+  // CHECK-NEXT: %[[M:.*]] = graph.mod %{{.*}}, %[[K]] fmod : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %0 = graph.mod %u, %k fmod : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  // CHECK-NEXT: graph.mod %{{.*}}, %{{.*}} : (tensor<4xi16>, tensor<4xi16>) -> tensor<4xi16>
+  %1 = graph.mod %i, %i : (tensor<4xi16>, tensor<4xi16>) -> tensor<4xi16>
+  // CHECK-NEXT: graph.shift_left %{{.*}}, %{{.*}} : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %2 = graph.shift_left %0, %k : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  // CHECK-NEXT: graph.shift_right %{{.*}}, %{{.*}} : (tensor<4xi16>, tensor<4xi16>) -> tensor<4xi16>
+  %3 = graph.shift_right %1, %i : (tensor<4xi16>, tensor<4xi16>) -> tensor<4xi16>
+  // CHECK-NEXT: graph.bitwise_and %{{.*}}, %{{.*}} : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %4 = graph.bitwise_and %2, %k : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  // CHECK-NEXT: graph.bitwise_or %{{.*}}, %{{.*}} : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %5 = graph.bitwise_or %4, %k : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  // CHECK-NEXT: graph.bitwise_xor %{{.*}}, %{{.*}} : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %6 = graph.bitwise_xor %5, %k : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  // CHECK-NEXT: graph.bitwise_not %{{.*}} : tensor<4xi16>
+  %7 = graph.bitwise_not %3 : tensor<4xi16>
+  // CHECK-NEXT: graph.sin %{{.*}} : tensor<4xf64>
+  %8 = graph.sin %d : tensor<4xf64>
+  // CHECK-NEXT: graph.atanh %{{.*}} : tensor<4xf64>
+  %9 = graph.atanh %8 : tensor<4xf64>
+  // CHECK-NEXT: graph.round %{{.*}} : tensor<4xf64>
+  %10 = graph.round %9 : tensor<4xf64>
+  // CHECK-NEXT: graph.sign %{{.*}} : tensor<4xi16>
+  %11 = graph.sign %7 : tensor<4xi16>
+  // CHECK-NEXT: graph.bitcast %{{.*}} : tensor<4xi1> -> tensor<4xui8>
+  %12 = graph.bitcast %b : tensor<4xi1> -> tensor<4xui8>
+  // CHECK-NEXT: graph.reduce_prod %{{.*}} axes = [0] : tensor<4xui8> -> tensor<ui8>
+  %13 = graph.reduce_prod %12 axes = [0] : tensor<4xui8> -> tensor<ui8>
+  func.return %6 : tensor<4xui8>
+}

@@ -149,7 +149,7 @@ loop.kernel @reduce_kind {
 ^bb0(%x: memref<4xf32>):
   %z = arith.constant 0.0 : f32
   %s = loop.reduce avg [4] init(%z : f32) {
-  // CHECK: Expected `add`, `mul`, `max`, or `min`.
+  // CHECK: Expected `add`, `mul`, `max`, `min`, `umax`, or `umin`.
   ^bb1(%i: index):
     loop.yield %z : f32
   }
