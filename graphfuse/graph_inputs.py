@@ -55,6 +55,15 @@ def check_function(function: func.FuncOp) -> None:
         for index, result in enumerate(op.results):
             empty = op.name == "graph.constant"
             _check_type(result.type, _op_where(op, index), empty)
+        if op.name == "func.return":
+            continue
+        for index, operand in enumerate(op.operands):
+            if isinstance(operand.type, TensorType) and 0 in operand.type.get_shape():
+                raise GraphfuseError(
+                    f"{location_of(op)}: '{op.name}' op operand #{index} is empty "
+                    f"({operand.type}): ops on empty tensors are not supported (an ONNX "
+                    "model's are folded at import)"
+                )
 
 
 def check_entry(function: func.FuncOp) -> func.FuncOp:

@@ -13,7 +13,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from graphfuse.frontend.onnx_ops import CONVERTERS
+from graphfuse.frontend.onnx_builder import ImportFailure
+from graphfuse.frontend.onnx_import import from_onnx
 from graphfuse.testing.fuzz.onnx_fuzz import main
 from graphfuse.testing.fuzz.onnx_graphs import Case, generate, is_valid, onnxruntime_outputs
 from graphfuse.testing.fuzz.onnx_oracle import BUGS, Verdict, blank, evaluate
@@ -123,7 +124,11 @@ def test_generator_sizes_reach_400_nodes() -> None:
 
 
 def test_unsupported_recipes_are_really_unsupported() -> None:
-    assert not set(UNSUPPORTED) & set(CONVERTERS)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    for op in UNSUPPORTED:
+        with pytest.raises(ImportFailure, match=op):
+            from_onnx(_model([helper.make_node(op, ["x"], ["y"])], [x], [y]))
 
 
 def _model(nodes: list[Any], inputs: list[Any], outputs: list[Any]) -> Any:
@@ -133,11 +138,11 @@ def _model(nodes: list[Any], inputs: list[Any], outputs: list[Any]) -> Any:
 
 def test_oracle_unsupported_op_is_not_a_bug() -> None:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])
-    model = _model([helper.make_node("Sin", ["x"], ["y"])], [x], [y])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, None)
+    model = _model([helper.make_node("NonZero", ["x"], ["y"])], [x], [y])
     outcome = evaluate(Case(model, {"x": np.ones(3, np.float32)}))
     assert outcome.verdict is Verdict.UNSUPPORTED
-    assert "Sin" in outcome.message
+    assert "NonZero" in outcome.message
 
 
 def test_oracle_invalid_model_is_not_a_case() -> None:

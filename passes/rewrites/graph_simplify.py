@@ -8,7 +8,8 @@
 ```
 
 Rules are PDL patterns (`rules/simplify.mlir`, plus a user's file given as `rules=`), and
-three patterns that compute new constants or permutations (`folding.py`). One greedy walk
+patterns that compute new constants or permutations (`folding.py`) or move scalar scales
+behind matmuls (`scale_hoisting.py`). One greedy walk
 applies them all; xDSL's common-subexpression and dead-code elimination follow.
 """
 
@@ -25,6 +26,7 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
 from graphfuse.passes.rewrites.folding import ComposeTransposes, FoldConstants
 from graphfuse.passes.rewrites.pdl_rules import builtin_rules, load_rule_file
+from graphfuse.passes.rewrites.scale_hoisting import FoldScalarScales, HoistScalarScales
 
 
 def simplify_patterns(rules: str | None, fold_constants: bool) -> list[RewritePattern]:
@@ -32,7 +34,7 @@ def simplify_patterns(rules: str | None, fold_constants: bool) -> list[RewritePa
     patterns: list[RewritePattern] = list(builtin_rules("simplify.mlir"))
     if rules:
         patterns.extend(load_rule_file(rules))
-    patterns.append(ComposeTransposes())
+    patterns += [ComposeTransposes(), HoistScalarScales(), FoldScalarScales()]
     if fold_constants:
         patterns.append(FoldConstants())
     return patterns

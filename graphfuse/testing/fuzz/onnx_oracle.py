@@ -174,7 +174,8 @@ def _stage(name: str, thunk: Any, diagnostic: Verdict = Verdict.REFUSED) -> Any:
 
 
 def _says_unsupported(message: str) -> bool:
-    return bool(re.search(r"unsupported|not supported", message, re.IGNORECASE))
+    pattern = r"unsupported|not supported|depends on its input values"
+    return bool(re.search(pattern, message, re.IGNORECASE))
 
 
 def _crash(stage: str, error: BaseException) -> Outcome:

@@ -1,0 +1,38 @@
+// RUN: xdsl-opt %s -p graph-simplify --split-input-file | filecheck %s
+
+// Scalar scales of both matmul operands (ONNX Attention's sqrt(scale) on Q and K) move
+// behind the matmul and fold into one multiplication of the product.
+// CHECK-LABEL: func.func @scaled_operands
+// CHECK-NEXT: %[[P:.*]] = graph.matmul %q, %k
+// CHECK-NEXT: %[[C:.*]] = graph.constant dense<0.124999993> : tensor<f32>
+// CHECK-NEXT: %[[M:.*]] = graph.mul %[[P]], %[[C]]
+// CHECK-NEXT: func.return %[[M]]
+func.func @scaled_operands(%q: tensor<2x4x8xf32>, %k: tensor<2x8x4xf32>) -> tensor<2x4x4xf32> {
+  %s = graph.constant dense<0.353553385> : tensor<f32>
+  %0 = graph.mul %q, %s : (tensor<2x4x8xf32>, tensor<f32>) -> tensor<2x4x8xf32>
+  %1 = graph.mul %s, %k : (tensor<f32>, tensor<2x8x4xf32>) -> tensor<2x8x4xf32>
+  %2 = graph.matmul %0, %1 : (tensor<2x4x8xf32>, tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+  func.return %2 : tensor<2x4x4xf32>
+}
+
+// -----
+
+// A scale read elsewhere too, a scale that is not one value, and one that broadcasts its
+// operand stay where they are.
+// CHECK-LABEL: func.func @kept
+// CHECK: %[[A:.*]] = graph.mul %q, %s
+// CHECK: %[[B:.*]] = graph.mul %k, %v
+// CHECK: %[[P:.*]] = graph.matmul %[[A]], %[[B]]
+// CHECK: graph.matmul %[[W:.*]], %k
+// CHECK: func.return
+func.func @kept(%q: tensor<4x8xf32>, %k: tensor<8x4xf32>, %r: tensor<8xf32>) -> (tensor<4x4xf32>, tensor<4x8xf32>, tensor<4x4xf32>) {
+  %s = graph.constant dense<0.5> : tensor<f32>
+  %v = graph.constant dense<[[1.0, 2.0, 3.0, 4.0]]> : tensor<1x4xf32>
+  %z = graph.constant dense<2.0> : tensor<4x8xf32>
+  %0 = graph.mul %q, %s : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %1 = graph.mul %k, %v : (tensor<8x4xf32>, tensor<1x4xf32>) -> tensor<8x4xf32>
+  %2 = graph.matmul %0, %1 : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %3 = graph.mul %r, %z : (tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %4 = graph.matmul %3, %k : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  func.return %2, %0, %4 : tensor<4x4xf32>, tensor<4x8xf32>, tensor<4x4xf32>
+}
