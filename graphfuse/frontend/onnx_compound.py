@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import FloatAttr, IntegerType
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_rules as rules
+from graphfuse.dialects.graph.elements import numpy_dtype
 from graphfuse.frontend.onnx_builder import (
     Builder,
     Value,
@@ -84,15 +85,45 @@ def _layer_norm_statistics(
 
 @converter("BatchNormalization")
 def _batch_norm(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
-    if attrs.get("training_mode", 0):
-        raise b.fail("BatchNormalization in training mode is not supported (export in eval)")
     x = required(inputs)
     epsilon = f64_attr(attrs.get("epsilon", 1e-5))
     # ONNX types scale and bias (T1), mean and var (T2) apart from x; graph.batch_norm
     # takes one element type, x's.
     element = element_of(x, f"node {b.node}")
     operands = [x, *(b.cast(required(inputs, i), element) for i in range(1, 5))]
+    if attrs.get("training_mode", 0):
+        return _batch_norm_training(b, operands, epsilon, float(attrs.get("momentum", 0.9)))
     return [b.op(graph.BatchNormOp, operands, shape_of(x), epsilon=epsilon)]
+
+
+def _batch_norm_training(
+    b: Builder, operands: list[Value], epsilon: FloatAttr, momentum: float
+) -> list[Value]:
+    """Training mode (ONNX opset 14+): Y normalizes x by the batch's own statistics (mean
+    and population variance over every axis but the channel axis 1), and the running
+    statistics come out as input * momentum + batch statistic * (1 - momentum)."""
+    x, scale, bias, mean, var = operands
+    shape = shape_of(x)
+    if len(shape) < 2:
+        raise b.fail(f"BatchNormalization needs an input of rank >= 2, got {len(shape)}")
+    axes = [a for a in range(len(shape)) if a != 1]
+    batch_mean = b.reduce(graph.ReduceMeanOp, x, axes, False)
+    channel_shape = [1, shape[1], *[1] * (len(shape) - 2)]
+    centered = b.binary(graph.SubOp, x, b.reshape(batch_mean, channel_shape))
+    squares = b.binary(graph.MulOp, centered, centered)
+    batch_var = b.reduce(graph.ReduceMeanOp, squares, axes, False)
+    normed = b.op(
+        graph.BatchNormOp, [x, scale, bias, batch_mean, batch_var], shape, epsilon=epsilon
+    )
+    dtype = numpy_dtype(element_of(x, f"node {b.node}"))
+    keep, take = np.array(momentum, dtype), np.array(1.0 - momentum, dtype)
+
+    def running(old: Value, batch: Value) -> Value:
+        return b.binary(
+            graph.AddOp, b.binary(graph.MulOp, old, keep), b.binary(graph.MulOp, batch, take)
+        )
+
+    return [normed, running(mean, batch_mean), running(var, batch_var)]
 
 
 # ---- reductions -------------------------------------------------------------------------

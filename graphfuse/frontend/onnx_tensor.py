@@ -1051,3 +1051,113 @@ def _constant_of_shape(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
 
     value = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
     return [np.full(b.ints(shape, "the shape input"), value.reshape(-1)[0], value.dtype)]
+
+
+# ---- KV-cache update ------------------------------------------------------------------------
+
+
+@converter("TensorScatter")
+def _tensor_scatter(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """present[n, ..., j, ...] = update[n, ..., j - w[n], ...] where 0 <= j - w[n] < the
+    update's length along `axis` (j - w[n] taken modulo the cache's length in circular
+    mode), past_cache elsewhere: a gather from the update at computed positions and a
+    select, w being write_indices (zeros when omitted), one per batch entry (axis 0)."""
+    cache, update, write = required(inputs, 0), required(inputs, 1), optional(inputs, 2)
+    shape, rank = shape_of(cache), len(shape_of(cache))
+    axis = rules.normalize_axis(attrs.get("axis", -2), rank)
+    mode = _text(attrs.get("mode", "linear"))
+    u_shape = shape_of(update)
+    if axis == 0 or mode not in ("linear", "circular"):
+        raise b.fail(f"axis {axis} with mode '{mode}' is not a cache update (axis >= 1)")
+    if len(u_shape) != rank or any(
+        u != s for d, (u, s) in enumerate(zip(u_shape, shape, strict=True)) if d != axis
+    ):
+        raise b.fail(f"update {rules.format_shape(u_shape)} does not fit the cache's shape")
+    size, count = shape[axis], u_shape[axis]
+    if count > size:
+        raise b.fail(f"update of length {count} is longer than the cache ({size})")
+    start: Value = np.zeros([1] * rank, np.int64)
+    if write is not None:
+        start = b.reshape(b.cast(write, I64), [shape[0], *[1] * (rank - 1)])
+    offset = _binary(b, graph.SubOp, _iota(size, axis, rank), start)
+    if mode == "circular":
+        offset = _modulo(b, offset, size)
+    inside = _select(
+        b,
+        _compare(b, "ge", offset, np.array(0, np.int64)),
+        _compare(b, "lt", offset, np.array(count, np.int64)),
+        np.array(False),
+    )
+    clamped = _binary(b, graph.MaxOp, offset, np.array(0, np.int64))
+    clamped = _binary(b, graph.MinOp, clamped, np.array(count - 1, np.int64))
+    gathered = _take_along(b, update, _broadcast(b, clamped, shape), axis)
+    return [_select(b, inside, gathered, cache)]
+
+
+def _modulo(b: Builder, x: Value, size: int) -> Value:
+    if not isinstance(x, SSAValue):
+        return np.mod(x, size)
+    return b.binary(graph.ModOp, x, np.array(size, np.int64))
+
+
+# ---- determinant ----------------------------------------------------------------------------
+
+DET_LIMIT = 16
+"""The largest matrix Det takes: elimination is unrolled, n steps over n x n tensors."""
+
+
+@converter("Det")
+def _det(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """Gaussian elimination with partial pivoting, unrolled over the static size: at step
+    k the row holding the largest |a[i, k]| (i >= k, the first of equals) is swapped into
+    row k through selects, the rows below lose their multiple of it, and the determinant
+    is the product of the pivots, negated once per real swap (0 when a column is zero)."""
+    x = required(inputs)
+    shape = shape_of(x)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise b.fail(f"Det needs square matrices in the last two dims, got {shape}")
+    n = shape[-1]
+    if n > DET_LIMIT:
+        raise b.fail(f"Det of {n}x{n} matrices is not supported (at most {DET_LIMIT}x{DET_LIMIT})")
+    if not np.issubdtype(numpy_dtype(element_of(x, b.node)), np.floating):
+        raise b.fail("Det takes floating-point matrices only")
+    batch, rank = list(shape[:-2]), len(shape)
+    one = np.array(1, numpy_dtype(element_of(x, b.node)))
+    rows = _iota(n, rank - 2, rank)
+    det: Value = one
+    matrix = x
+    for k in range(n):
+        matrix, pivot, swapped = _pivot_step(b, matrix, k, rows)
+        flip = _select(b, swapped, -one, one)
+        det = _binary(b, graph.MulOp, det, _binary(b, graph.MulOp, pivot, flip))
+    return [b.reshape(det, batch)]
+
+
+def _pivot_step(b: Builder, matrix: Value, k: int, rows: Array) -> tuple[Value, Value, Value]:
+    """One elimination step: the matrix with its pivot row in row k and zeros below the
+    diagonal in column k, the pivot ([..., 1, 1]) and whether rows were swapped."""
+    shape = shape_of(matrix)
+    rank, n = len(shape), shape[-1]
+    lead = [0] * (rank - 2)
+    column = _slice_value(b, matrix, [*lead, 0, k], [*shape[:-2], n, 1], [1] * rank)
+    magnitude = b.unary(graph.AbsOp, column)
+    candidate = rows >= k
+    magnitude = _select(b, candidate, magnitude, np.array(-1.0, np.float32))
+    largest = _reduce(b, graph.ReduceMaxOp, magnitude, [rank - 2], True)
+    at_largest = _compare(b, "eq", magnitude, largest)
+    position = _select(b, at_largest, rows, np.array(n, np.int64))
+    pivot_row = _reduce(b, graph.ReduceMinOp, position, [rank - 2], True)  # [..., 1, 1]
+    is_pivot = _compare(b, "eq", rows, pivot_row)  # [..., n, 1]
+    zero = np.array(0, numpy_dtype(element_of(matrix, b.node)))
+    chosen = _reduce(b, graph.ReduceSumOp, _select(b, is_pivot, matrix, zero), [rank - 2], True)
+    row_k = _slice_value(b, matrix, [*lead, k, 0], [*shape[:-2], 1, n], [1] * rank)
+    is_k = rows == k
+    swapped = _select(b, is_k, chosen, _select(b, is_pivot, row_k, matrix))
+    pivot = _slice_value(b, chosen, [*lead, 0, k], [*shape[:-2], 1, 1], [1] * rank)
+    # A zero pivot means a zero column: the determinant is 0 and nothing is eliminated.
+    safe = _select(b, _compare(b, "eq", pivot, zero), zero + 1, pivot)
+    entries = _slice_value(b, swapped, [*lead, 0, k], [*shape[:-2], n, 1], [1] * rank)
+    factors = _select(b, rows > k, _binary(b, graph.DivOp, entries, safe), zero)
+    eliminated = _binary(b, graph.SubOp, swapped, _binary(b, graph.MulOp, factors, chosen))
+    was_swapped = b.compare("ne", pivot_row, np.array(k, np.int64))
+    return eliminated, pivot, was_swapped
