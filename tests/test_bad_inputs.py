@@ -55,21 +55,21 @@ BAD_FILES = {
     "extra_brace": (ADD + "}\n", r"bad\.mlir:5:1: '\}' closes no '\{'$"),
     "garbage_start": ("@@@ " + ADD, r"bad\.mlir:1:1: .*identifier"),
     "binary": ("\x00\x01\x02" + ADD, r"bad\.mlir:1:1: Unexpected character: \\x00$"),
-    "i8": (
-        _unary("tensor<4xi8>"),
-        r"bad\.mlir:2:3: 'graph\.neg' op element type i8 .*not supported",
+    "i4": (
+        _unary("tensor<4xi4>"),
+        r"bad\.mlir:2:3: 'graph\.neg' op element type i4 .*not supported",
     ),
     "dynamic_dim": (
         _unary("tensor<?x4xf32>"),
         r"bad\.mlir:1:1: @main argument #0 has a dynamic dimension \(#0 of tensor<\?x4xf32>\)",
     ),
-    "unused_f64_argument": (
-        _unary("tensor<4xf32>", ", %y: tensor<4xf64>"),
-        r"bad\.mlir:1:1: @main argument #1 has element type f64 \(tensor<4xf64>\)",
+    "unused_f80_argument": (
+        _unary("tensor<4xf32>", ", %y: tensor<4xf80>"),
+        r"bad\.mlir:1:1: @main argument #1 has element type f80 \(tensor<4xf80>\)",
     ),
-    "zero_sized": (
+    "op_on_empty_tensor": (
         _unary("tensor<0x4xf32>"),
-        r"bad\.mlir:1:1: @main argument #0 is empty \(dimension #0",
+        r"bad\.mlir:2:3: 'graph\.neg' op result #0 is empty \(dimension #0 of tensor<0x4xf32>",
     ),
 }
 

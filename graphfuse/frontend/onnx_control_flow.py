@@ -18,7 +18,7 @@ or whose condition depends on run-time values, is refused in one line that says 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 from xdsl.ir import SSAValue
@@ -26,19 +26,10 @@ from xdsl.ir import SSAValue
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_rules as rules
 from graphfuse.frontend.onnx_builder import Builder, Value, element_of, i64_attr, shape_of
+from graphfuse.frontend.onnx_inlining import Importing, inline_graph
 
 MAX_ITERATIONS = 4096
 """The most iterations a Loop or Scan is unrolled to (each one adds its body's ops)."""
-
-
-class Inliner(Protocol):
-    """What control flow needs of the importer."""
-
-    builder: Builder
-
-    def inline(self, body: Any, bindings: Sequence[Value], label: str) -> list[Value]:
-        """Convert graph `body` with its inputs bound to `bindings`; its outputs."""
-        ...
 
 
 def _attribute(node: Any, name: str, default: Any = None) -> Any:
@@ -51,7 +42,7 @@ def _attribute(node: Any, name: str, default: Any = None) -> Any:
 
 
 def convert_if(
-    importer: Inliner, node: Any, inputs: Sequence[Value | None], label: str
+    importer: Importing, node: Any, inputs: Sequence[Value | None], label: str
 ) -> list[Value]:
     b = importer.builder
     condition = inputs[0]
@@ -60,9 +51,9 @@ def convert_if(
     then_branch, else_branch = _attribute(node, "then_branch"), _attribute(node, "else_branch")
     if not isinstance(condition, SSAValue):
         chosen = then_branch if bool(np.asarray(condition).reshape(-1)[0]) else else_branch
-        return importer.inline(chosen, [], label)
-    taken = importer.inline(then_branch, [], label + "/then")
-    other = importer.inline(else_branch, [], label + "/else")
+        return inline_graph(importer, chosen, [], label)
+    taken = inline_graph(importer, then_branch, [], label + "/then")
+    other = inline_graph(importer, else_branch, [], label + "/else")
     results: list[Value] = []
     for index, (a, c) in enumerate(zip(taken, other, strict=True)):
         if shape_of(a) != shape_of(c) or element_of(a, label) != element_of(c, label):
@@ -79,7 +70,7 @@ def convert_if(
 
 
 def convert_loop(
-    importer: Inliner, node: Any, inputs: Sequence[Value | None], label: str
+    importer: Importing, node: Any, inputs: Sequence[Value | None], label: str
 ) -> list[Value]:
     b = importer.builder
     trip, condition, *carried = [*inputs, None, None][: max(len(inputs), 2)]
@@ -96,7 +87,9 @@ def convert_loop(
         if iteration >= MAX_ITERATIONS:
             raise b.fail(f"Loop runs more than {MAX_ITERATIONS} iterations: too many to unroll")
         counter = np.array(iteration, np.int64)
-        outputs = importer.inline(body, [counter, np.array(going), *state], f"{label}@{iteration}")
+        outputs = inline_graph(
+            importer, body, [counter, np.array(going), *state], f"{label}@{iteration}"
+        )
         keep = outputs[0]
         if isinstance(keep, SSAValue):
             raise b.fail(
@@ -115,7 +108,7 @@ def convert_loop(
 
 
 def convert_scan(
-    importer: Inliner, node: Any, inputs: Sequence[Value | None], label: str
+    importer: Importing, node: Any, inputs: Sequence[Value | None], label: str
 ) -> list[Value]:
     b = importer.builder
     body = _attribute(node, "body")
@@ -142,7 +135,7 @@ def convert_scan(
             _take(b, s, length - 1 - step if reverse else step, axis)
             for s, axis, reverse in zip(sequences, axes, in_directions, strict=True)
         ]
-        outputs = importer.inline(body, [*state, *slices], f"{label}@{step}")
+        outputs = inline_graph(importer, body, [*state, *slices], f"{label}@{step}")
         state = outputs[: len(state)]
         scanned.append(outputs[len(state) :])
     results = list(state)

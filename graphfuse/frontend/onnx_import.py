@@ -43,6 +43,7 @@ from graphfuse.frontend.onnx_checks import (
     parse_input_shapes,
 )
 from graphfuse.frontend.onnx_control_flow import convert_if, convert_loop, convert_scan
+from graphfuse.frontend.onnx_inlining import expand_function, function_body
 from graphfuse.frontend.onnx_ops import CONVERTERS
 
 _NOT_FOLDED = {
@@ -118,9 +119,9 @@ class _Importer:
         self._load_initializers()
         arg_types = self._add_inputs()
         for index, node in enumerate(self.graph.node):
-            self._convert(node, index)
+            self.convert(node, index)
         if self.unsupported:
-            raise ImportFailure(self._unsupported_listing())
+            raise ImportFailure(self.unsupported_listing())
         results = self._outputs()
         self.block.add_op(func.ReturnOp(*results))
         function = func.FuncOp(
@@ -132,7 +133,7 @@ class _Importer:
         self._verify(module)
         return module
 
-    def _unsupported_listing(self) -> str:
+    def unsupported_listing(self) -> str:
         listing = "; ".join(
             f"{op} ({', '.join(nodes[:5])}{', ...' if len(nodes) > 5 else ''})"
             for op, nodes in sorted(self.unsupported.items())
@@ -165,7 +166,9 @@ class _Importer:
         types: list[Attribute] = []
         for graph_input in arguments:
             if graph_input.name in self.constants:
-                self.values[graph_input.name] = self._constant_input(graph_input)
+                self.values[graph_input.name] = _constant_input(
+                    graph_input, self.constants[graph_input.name]
+                )
                 continue
             typ = TensorType(_input_element(graph_input), self._input_shape(graph_input))
             types.append(typ)
@@ -182,33 +185,6 @@ class _Importer:
                 )
         return types
 
-    def _constant_input(self, graph_input: Any) -> Array:
-        """A graph input bound by `constants`, as an array of its declared type and shape."""
-        from onnx import helper
-
-        name, tensor_type = graph_input.name, graph_input.type.tensor_type
-        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type))
-        try:
-            array = np.asarray(self.constants[name]).astype(dtype)
-        except (TypeError, ValueError) as error:
-            raise ImportFailure(f"--constant {name}: not a {dtype} array ({error})") from None
-        if tensor_type.HasField("shape"):
-            declared = [
-                d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim
-            ]
-            if None not in declared and array.size == int(np.prod(declared, dtype=np.int64)):
-                array = array.reshape(declared)  # a flat list from the command line
-            if len(declared) != array.ndim or any(
-                d is not None and d != s for d, s in zip(declared, array.shape, strict=True)
-            ):
-                shown = "x".join("?" if d is None else str(d) for d in declared)
-                raise ImportFailure(
-                    f"--constant {name}: {array.size} value{'s' if array.size != 1 else ''} "
-                    f"of shape {'x'.join(map(str, array.shape)) or '() (a scalar)'} do not fit "
-                    f"the declared shape {shown}"
-                )
-        return array
-
     def _input_shape(self, graph_input: Any) -> list[int]:
         name, tensor_type = graph_input.name, graph_input.type.tensor_type
         if name in self.input_shapes:
@@ -224,7 +200,7 @@ class _Importer:
 
     # ---- nodes ------------------------------------------------------------------------
 
-    def _convert(self, node: Any, index: int) -> None:
+    def convert(self, node: Any, index: int) -> None:
         from onnx import helper
 
         label = node_label(node, index)
@@ -243,9 +219,9 @@ class _Importer:
         if self._fold(node, inputs, label):
             return
         if converter is None and node.domain in STANDARD_DOMAINS:
-            body = self._function_body(node, inputs, label)
+            body = function_body(node, inputs, label, self._opsets().get("", MIN_OPSET))
             if body is not None:
-                self._expand(node, *body, label)
+                expand_function(self, node, *body, label)
                 return
         if converter is None:
             self._unsupported(node, label)
@@ -265,134 +241,9 @@ class _Importer:
             ) from None
         self._record(node.output, outputs)
 
-    # ---- subgraphs (control flow) -------------------------------------------------------
-
-    def inline(self, body: Any, bindings: Sequence[Value], label: str) -> list[Value]:
-        """Convert graph `body` (an If branch, a Loop or Scan body) in place, its inputs
-        bound to `bindings`; returns its outputs. Its own tensors get names of their own
-        (one body is converted once per iteration); names it reads from the enclosing
-        graphs are left alone, also inside graphs nested in it."""
-        from onnx import numpy_helper
-
+    def fresh_prefix(self, label: str) -> str:
         self.expansions += 1
-        prefix = f"{label}#{self.expansions}/"
-        local = {i.name for i in body.input} | {t.name for t in body.initializer}
-        local |= {o for n in body.node for o in n.output if o}
-        renamed = {name: prefix + name for name in local}
-        for graph_input, value in zip(body.input, bindings, strict=False):
-            self.values[renamed[graph_input.name]] = value
-        for tensor in body.initializer:
-            self.values[renamed[tensor.name]] = numpy_helper.to_array(tensor)
-        for index, inner in enumerate(body.node):
-            copy = _renamed_node(inner, renamed)
-            copy.name = f"{label}/{inner.name or inner.op_type}"
-            self._convert(copy, index)
-        outputs: list[Value] = []
-        for output in body.output:
-            name = renamed.get(output.name, output.name)
-            if name in self.poisoned:
-                raise ImportFailure(self._unsupported_listing())
-            if name not in self.values:
-                raise ImportFailure(f"{label}: its body's output '{output.name}' is never computed")
-            outputs.append(self.values[name])
-        return outputs
-
-    # ---- ONNX functions -----------------------------------------------------------------
-
-    def _function_body(
-        self, node: Any, inputs: list[Value | None], label: str
-    ) -> tuple[Any, dict[str, Any]] | None:
-        """The FunctionProto ONNX defines `node`'s op by, at the model's opset, and the
-        defaults of the op's attributes, or None (Elu, Selu,
-        HardSwish, Reduce{L1,L2,LogSum,...}, CastLike, RMSNormalization, Attention,
-        RotaryEmbedding, GroupNormalization ...), or None. Context-dependent bodies are
-        built for the node's attributes and its inputs' element types and shapes."""
-        from onnx import FunctionProto, TypeProto, defs, helper
-
-        version = self._opsets().get("", MIN_OPSET)
-        try:
-            schema = defs.get_schema(node.op_type, version, "")
-        except defs.SchemaError:
-            return None
-        body = FunctionProto()
-        if schema.has_function:
-            chosen = _body_version(schema.function_opset_versions, version)
-            body.ParseFromString(schema.get_function_with_opset_version(chosen))
-            return body, _attribute_defaults(schema)
-        if not schema.has_context_dependent_function:
-            return None
-        types: list[bytes] = []
-        for value in inputs:
-            if value is None:
-                types.append(TypeProto().SerializeToString())
-                continue
-            dtype = numpy_dtype(element_of(value, f"node {label}"))
-            element = helper.np_dtype_to_tensor_dtype(dtype)
-            types.append(
-                helper.make_tensor_type_proto(element, shape_of(value)).SerializeToString()
-            )
-        try:
-            serialized = schema.get_context_dependent_function_with_opset_version(
-                _body_version(schema.context_dependent_function_opset_versions, version),
-                node.SerializeToString(),
-                types,
-            )
-        except Exception as error:  # onnx's builders raise on inputs they do not cover
-            raise ImportFailure(
-                f"node {label} ({node.op_type}): ONNX cannot build its function body "
-                f"({str(error).splitlines()[0] if str(error) else type(error).__name__})"
-            ) from None
-        if not serialized:
-            return None
-        body.ParseFromString(serialized)
-        return body, _attribute_defaults(schema)
-
-    def _expand(self, node: Any, body: Any, defaults: dict[str, Any], label: str) -> None:
-        """Convert the nodes of `node`'s function body in its place: formal inputs and
-        outputs renamed to the node's, the body's own tensors to names no other node uses,
-        attribute references bound to the node's attributes or the function's defaults.
-        The body's nodes fold, convert or expand further like any other node, so the
-        function's primitives reach the graph and fuse with their neighbours."""
-        from onnx import AttributeProto
-
-        self.expansions += 1
-        prefix = f"{label}#{self.expansions}/"  # the body's own tensors, kept apart
-        actual = list(node.input)
-        renamed = {f: actual[i] if i < len(actual) else "" for i, f in enumerate(body.input)}
-        renamed.update(zip(body.output, node.output, strict=False))
-        for inner in body.node:
-            renamed.update({o: prefix + o for o in inner.output if o and o not in renamed})
-        given = {a.name: a for a in node.attribute}
-        defaults = {**defaults, **{a.name: a for a in body.attribute_proto}}
-        opsets = {o.domain or "": o.version for o in body.opset_import}
-        saved = self.opset_override
-        self.opset_override = opsets or None
-        try:
-            for index, inner in enumerate(body.node):
-                copy = _renamed_node(inner, renamed)
-                copy.name = f"{label}/{inner.name or inner.op_type}"
-                del copy.attribute[:]
-                for attribute in _renamed_node(inner, renamed).attribute:
-                    if attribute.ref_attr_name:
-                        bound = given.get(attribute.ref_attr_name)
-                        bound = bound or defaults.get(attribute.ref_attr_name)
-                        if bound is None:
-                            continue
-                        value = AttributeProto()
-                        value.CopyFrom(bound)
-                        value.name = attribute.name
-                        copy.attribute.append(value)
-                    else:
-                        copy.attribute.append(attribute)
-                self._convert(copy, index)
-        finally:
-            self.opset_override = saved
-        missing = [o for o in node.output if o and o not in self.values]
-        if missing and not any(o in self.poisoned for o in node.output):
-            raise ImportFailure(
-                f"node {label} ({node.op_type}): its function body does not compute "
-                f"{', '.join(missing)}"
-            )
+        return f"{label}#{self.expansions}/"
 
     def _record(self, names: Sequence[str], outputs: Sequence[Value]) -> None:
         for output_name, value in zip(names, outputs, strict=False):
@@ -464,8 +315,6 @@ class _Importer:
     # ---- results ----------------------------------------------------------------------
 
     def _outputs(self) -> list[SSAValue]:
-        from onnx import helper
-
         results: list[SSAValue] = []
         for output in self.graph.output:
             if output.name not in self.values:
@@ -473,29 +322,7 @@ class _Importer:
             value = self.values[output.name]
             self.builder.node = f"output {output.name}"
             result = self.builder.tensor(value)
-            declared = [
-                d.dim_value if d.HasField("dim_value") else None
-                for d in output.type.tensor_type.shape.dim
-            ]
-            shape = shape_of(result)
-            if output.type.tensor_type.HasField("shape") and (
-                len(declared) != len(shape)
-                or any(d is not None and d != s for d, s in zip(declared, shape, strict=False))
-            ):
-                shown = "x".join("?" if d is None else str(d) for d in declared)
-                raise ImportFailure(
-                    f"graph output '{output.name}' comes out {'x'.join(map(str, shape))}, "
-                    f"but the model declares {shown}"
-                )
-            elem = output.type.tensor_type.elem_type
-            if elem:
-                dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
-                expected = element_type_of(dtype, f"output '{output.name}'")
-                if element_of(result, output.name) != expected:
-                    raise ImportFailure(
-                        f"graph output '{output.name}' comes out "
-                        f"{element_of(result, output.name)}, but the model declares {expected}"
-                    )
+            _check_declared(output, result)
             results.append(result)
         return results
 
@@ -532,61 +359,6 @@ def _handled_without_converter(node: Any) -> bool:
     return bool(schema.has_function or schema.has_context_dependent_function)
 
 
-def _renamed_node(node: Any, renamed: dict[str, str]) -> Any:
-    """A copy of `node` reading and writing tensors by their `renamed` names, also in the
-    graphs nested in its attributes (which may read the enclosing body's tensors)."""
-    from onnx import AttributeProto, NodeProto
-
-    copy = NodeProto()
-    copy.CopyFrom(node)
-    del copy.input[:]
-    del copy.output[:]
-    copy.input.extend(renamed.get(i, i) if i else "" for i in node.input)
-    copy.output.extend(renamed.get(o, o) if o else "" for o in node.output)
-    for attribute in copy.attribute:
-        nested = [attribute.g] if attribute.type == AttributeProto.GRAPH else []
-        nested += list(attribute.graphs) if attribute.type == AttributeProto.GRAPHS else []
-        for subgraph in nested:
-            _rename_reads(subgraph, renamed)
-    return copy
-
-
-def _rename_reads(subgraph: Any, renamed: dict[str, str]) -> None:
-    """Rename, in place, the enclosing tensors a nested graph reads (ONNX names are unique
-    across nesting, so a renamed name is never one the nested graph defines itself)."""
-    from onnx import AttributeProto
-
-    for inner in subgraph.node:
-        for position, name in enumerate(inner.input):
-            if name in renamed:
-                inner.input[position] = renamed[name]
-        for attribute in inner.attribute:
-            if attribute.type == AttributeProto.GRAPH:
-                _rename_reads(attribute.g, renamed)
-            for nested in attribute.graphs:
-                _rename_reads(nested, renamed)
-    for output in subgraph.output:
-        if output.name in renamed:
-            output.name = renamed[output.name]
-
-
-def _attribute_defaults(schema: Any) -> dict[str, Any]:
-    """The schema's default of each attribute of its op (a function body refers to them
-    by name when the node leaves them out)."""
-    return {
-        name: attribute.default_value
-        for name, attribute in schema.attributes.items()
-        if attribute.default_value.type
-    }
-
-
-def _body_version(versions: Sequence[int], opset: int) -> int:
-    """Which of an op's function bodies to use: ONNX writes a body in the ops of some opset
-    (Elu-6's in opset 18's); the newest one not newer than the model, else the oldest."""
-    older = [v for v in versions if v <= opset]
-    return max(older) if older else min(versions)
-
-
 def _folded_tensor(value: Any, node: Any, label: str) -> np.ndarray:
     """A folded output as an array; sequence and optional values (lists, None) have no
     graph-dialect counterpart and would otherwise turn into a wrong array silently."""
@@ -604,6 +376,60 @@ def _gather_elements(node: Any, inputs: list[Value | None]) -> np.ndarray:
     axis = next((a.i for a in node.attribute if a.name == "axis"), 0) % data.ndim
     wrapped = np.where(indices < 0, indices + data.shape[axis], indices)
     return np.take_along_axis(data, wrapped, axis=axis)
+
+
+def _constant_input(graph_input: Any, value: Any) -> Array:
+    """A graph input bound by `constants`, as an array of its declared type and shape."""
+    from onnx import helper
+
+    name, tensor_type = graph_input.name, graph_input.type.tensor_type
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type))
+    try:
+        array = np.asarray(value).astype(dtype)
+    except (TypeError, ValueError) as error:
+        raise ImportFailure(f"--constant {name}: not a {dtype} array ({error})") from None
+    if tensor_type.HasField("shape"):
+        declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim]
+        if None not in declared and array.size == int(np.prod(declared, dtype=np.int64)):
+            array = array.reshape(declared)  # a flat list from the command line
+        if len(declared) != array.ndim or any(
+            d is not None and d != s for d, s in zip(declared, array.shape, strict=True)
+        ):
+            shown = "x".join("?" if d is None else str(d) for d in declared)
+            raise ImportFailure(
+                f"--constant {name}: {array.size} value{'s' if array.size != 1 else ''} "
+                f"of shape {'x'.join(map(str, array.shape)) or '() (a scalar)'} do not fit "
+                f"the declared shape {shown}"
+            )
+    return array
+
+
+def _check_declared(output: Any, result: SSAValue) -> None:
+    """A graph output comes out with the shape and element type the model declares."""
+    from onnx import helper
+
+    declared = [
+        d.dim_value if d.HasField("dim_value") else None for d in output.type.tensor_type.shape.dim
+    ]
+    shape = shape_of(result)
+    if output.type.tensor_type.HasField("shape") and (
+        len(declared) != len(shape)
+        or any(d is not None and d != s for d, s in zip(declared, shape, strict=False))
+    ):
+        shown = "x".join("?" if d is None else str(d) for d in declared)
+        raise ImportFailure(
+            f"graph output '{output.name}' comes out {'x'.join(map(str, shape))}, "
+            f"but the model declares {shown}"
+        )
+    elem = output.type.tensor_type.elem_type
+    if elem:
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+        expected = element_type_of(dtype, f"output '{output.name}'")
+        if element_of(result, output.name) != expected:
+            raise ImportFailure(
+                f"graph output '{output.name}' comes out "
+                f"{element_of(result, output.name)}, but the model declares {expected}"
+            )
 
 
 def _input_element(graph_input: Any) -> Attribute:

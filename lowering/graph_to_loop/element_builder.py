@@ -20,7 +20,11 @@ from graphfuse.dialects.loop.emitter import Emitter, Index, compute_type
 from graphfuse.lowering.graph_to_loop import index_maps
 from graphfuse.lowering.graph_to_loop.buffers import GlobalPool
 from graphfuse.lowering.graph_to_loop.operand_layouts import OperandCopy, copy_for
-from graphfuse.lowering.graph_to_loop.scalar_ops import SCALAR_RULES, ScalarRule, round_result
+from graphfuse.lowering.graph_to_loop.scalars.scalar_ops import (
+    SCALAR_RULES,
+    ScalarRule,
+    round_result,
+)
 from graphfuse.lowering.graph_to_loop.value_rules import Element, Step, ValueRules
 
 

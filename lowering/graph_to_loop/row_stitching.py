@@ -27,7 +27,7 @@ from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_of, tensor_type_of
 from graphfuse.dialects.graph import shape_rules as rules
 from graphfuse.dialects.loop.emitter import Index, compute_type, is_float
-from graphfuse.lowering.graph_to_loop.scalar_ops import SCALAR_RULES
+from graphfuse.lowering.graph_to_loop.scalars.scalar_ops import SCALAR_RULES
 
 ROW_BUFFERS = True
 """Keep costly values a row reduction and a later stage both need (see `row_plan`)."""

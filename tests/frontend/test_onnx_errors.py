@@ -292,7 +292,7 @@ def test_folded_sequence_value_is_refused() -> None:
         (TensorProto.UNDEFINED, "input 'x' declares no element type"),
         (77, "input 'x' has element type 77, which ONNX does not define"),
         (TensorProto.STRING, "input 'x': element type string is not supported"),
-        (TensorProto.UINT8, "input 'x': element type uint8 is not supported"),
+        (TensorProto.FLOAT8E4M3FN, "input 'x': element type float8e4m3fn is not supported"),
     ],
 )
 def test_input_element_type_is_checked(element: int, message: str) -> None:

@@ -20,7 +20,7 @@ from xdsl.utils.hints import isa
 
 from graphfuse.dialects import graph, loop
 from graphfuse.dialects.loop.emitter import Emitter, compute_type, is_float
-from graphfuse.lowering.graph_to_loop.integer_ops import (
+from graphfuse.lowering.graph_to_loop.scalars.integer_ops import (
     bitwise_not,
     divide,
     integer_power,
