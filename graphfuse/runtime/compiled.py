@@ -184,6 +184,8 @@ class CompiledFunction(ArrayFunction):
         self._scratch_descriptors = [memref_abi.descriptor(b) for b in self._scratch]
         self._scratch_pointers = [ctypes.byref(d) for d in self._scratch_descriptors]
         self._passed = len(self.inputs) + len(self.outputs)
+        # The packed entry's argument array, scratch part filled: a call copies it (calls
+        # may run in several threads at once).
         self._arguments = (ctypes.c_void_p * (self._passed + len(scratch)))()
         self._arguments[self._passed :] = [ctypes.addressof(d) for d in self._scratch_descriptors]
         if self._packed is None and len(self._arguments) > CTYPES_MAX_ARGUMENTS:
@@ -202,9 +204,9 @@ class CompiledFunction(ArrayFunction):
         outputs = self._outputs(out)
         descriptors = [memref_abi.descriptor(b) for b in (*inputs, *outputs)]
         if self._packed is not None:
-            # The array is shared by calls, as the scratch buffers are.
-            self._arguments[: self._passed] = [ctypes.addressof(d) for d in descriptors]
-            self._packed(self._arguments)
+            arguments = type(self._arguments).from_buffer_copy(self._arguments)
+            arguments[: self._passed] = [ctypes.addressof(d) for d in descriptors]
+            self._packed(arguments)
         else:
             self._function(*(ctypes.byref(d) for d in descriptors), *self._scratch_pointers)
         return self._results(outputs)
