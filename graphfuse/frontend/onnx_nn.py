@@ -1271,3 +1271,306 @@ def _max_unpool(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     result = b.reshape(result, [*lead, *out])
     grow = [t - o for t, o in zip(target, out, strict=True)]
     return [_pad(b, result, [0] * len(shape), [0, 0, *grow])]
+
+
+# ---- sampling at computed positions: DeformConv, RoiAlign ---------------------------------
+
+SAMPLE_LIMIT = 1 << 24
+"""The most data reads (4 per bilinear sample) DeformConv and RoiAlign unroll into one
+gather; past it the index tensors alone would take hundreds of MiB."""
+
+I64 = IntegerType(64)
+
+
+def _float_of(b: Builder, x: Value) -> np.dtype[Any]:
+    return numpy_dtype(element_of(x, f"node {b.node}"))
+
+
+def _known(value: float, like: np.dtype[Any]) -> Array:
+    return np.array(value, like)
+
+
+def _stack_last(b: Builder, values: Sequence[Value]) -> Value:
+    """values of one shape stacked along a new last axis."""
+    shape = shape_of(values[0])
+    return _concat(b, [b.reshape(v, [*shape, 1]) for v in values], len(shape))
+
+
+def _pick(b: Builder, condition: Value, on_true: Value, on_false: Value) -> Value:
+    """graph.select with known operands made of the other's element type."""
+    on_true, on_false = b.same_element(on_true, on_false)
+    like = on_true if isinstance(on_true, SSAValue) else on_false
+    shape = rules.broadcast_shapes(shape_of(condition), shape_of(on_true), shape_of(on_false))
+    element = element_of(like, f"node {b.node}")
+    return b.op(graph.SelectOp, [condition, on_true, on_false], shape, element)
+
+
+def _corners_zero_outside(b: Builder, coord: Value, size: int) -> tuple[Value, Value]:
+    """Bilinear corners of `coord` along an axis of `size` with zero padding (GridSample,
+    align_corners): the floor and the next index, each weighted by its distance to the
+    other, a weight 0 for a corner outside [0, size). Index and weight get a last axis of
+    2; indices are clamped into range (their weight is 0 then)."""
+    dtype = _float_of(b, coord)
+    low = b.unary(graph.FloorOp, coord)
+    frac = b.binary(graph.SubOp, coord, low)
+    weights, indices = [], []
+    for corner, weight in ((low, b.binary(graph.SubOp, _known(1, dtype), frac)), (None, frac)):
+        at = corner if corner is not None else b.binary(graph.AddOp, low, _known(1, dtype))
+        inside = _pick(
+            b,
+            b.compare("ge", at, _known(0, dtype)),
+            b.compare("le", at, _known(size - 1, dtype)),
+            np.array(False),
+        )
+        weights.append(_pick(b, inside, weight, _known(0, dtype)))
+        clamped = b.binary(
+            graph.MinOp, b.binary(graph.MaxOp, at, _known(0, dtype)), _known(size - 1, dtype)
+        )
+        indices.append(b.cast(clamped, I64))
+    return _stack_last(b, indices), _stack_last(b, weights)
+
+
+def _corners_roi(b: Builder, coord: Value, size: int) -> tuple[Value, Value]:
+    """RoiAlign's bilinear corners along an axis of `size` (ONNX's reference): a sample
+    outside [-1, size] weighs 0; otherwise it is clamped to >= 0, and from size - 1 on both
+    corners are the last index."""
+    dtype = _float_of(b, coord)
+    valid = _pick(
+        b,
+        b.compare("ge", coord, _known(-1, dtype)),
+        b.compare("le", coord, _known(size, dtype)),
+        np.array(False),
+    )
+    coord = b.binary(graph.MaxOp, coord, _known(0, dtype))
+    low = b.unary(graph.FloorOp, coord)
+    at_end = b.compare("ge", low, _known(size - 1, dtype))
+    last = _known(size - 1, dtype)
+    low = _pick(b, at_end, last, low)
+    high = _pick(b, at_end, last, b.binary(graph.AddOp, low, _known(1, dtype)))
+    coord = _pick(b, at_end, low, coord)
+    frac = b.binary(graph.SubOp, coord, low)
+    weights = [b.binary(graph.SubOp, _known(1, dtype), frac), frac]
+    weights = [_pick(b, valid, w, _known(0, dtype)) for w in weights]
+    return _stack_last(b, [b.cast(low, I64), b.cast(high, I64)]), _stack_last(b, weights)
+
+
+def _bilinear_reads(
+    b: Builder,
+    rows: tuple[Value, Value],
+    columns: tuple[Value, Value],
+    width: int,
+    layout: tuple[Sequence[int], Sequence[int]],
+) -> tuple[Value, Value]:
+    """Positions in a [H, W] plane flattened and weights of the 4 corners of each sample:
+    the rows' corner indices and weights ([..., 2]) and the columns' are reshaped to
+    `layout` (row, column shapes that broadcast to [..., 2, 2]) and combined."""
+    (row_index, row_weight), (column_index, column_weight) = rows, columns
+    r_shape, c_shape = layout
+    positions = b.binary(
+        graph.AddOp,
+        b.binary(graph.MulOp, b.reshape(row_index, r_shape), np.array(width, np.int64)),
+        b.reshape(column_index, c_shape),
+    )
+    weights = b.binary(
+        graph.MulOp, b.reshape(row_weight, r_shape), b.reshape(column_weight, c_shape)
+    )
+    return positions, weights
+
+
+def _gather_flat(b: Builder, x: Value, positions: Value) -> Value:
+    """x flattened, read at `positions` (any shape)."""
+    return b.op(
+        graph.GatherOp,
+        [b.reshape(x, [math.prod(shape_of(x))]), positions],
+        shape_of(positions),
+        axis=i64_attr(0),
+    )
+
+
+def _check_reads(b: Builder, count: int) -> None:
+    if count > SAMPLE_LIMIT:
+        raise b.fail(
+            f"{b.op_type} would read {count} samples, more than graphfuse unrolls ({SAMPLE_LIMIT})"
+        )
+
+
+@converter("DeformConv")
+def _deform_conv(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """Deformable convolution (2-D): every kernel tap reads the input at its regular
+    position plus a learned offset, by bilinear interpolation with zero padding, times the
+    mask; the samples form im2col columns that a (grouped) matmul with the weight sums."""
+    x, w, offset = required(inputs, 0), required(inputs, 1), required(inputs, 2)
+    bias, mask = optional(inputs, 3), optional(inputs, 4)
+    if len(shape_of(x)) != 4 or len(shape_of(w)) != 4:
+        raise b.fail("DeformConv is supported for 2-D inputs (NCHW) only")
+    n, c, h, width = shape_of(x)
+    oc, cpg, kh, kw = shape_of(w)
+    groups, offset_groups = int(attrs.get("group", 1)), int(attrs.get("offset_group", 1))
+    _check_conv_shapes(b, x, w, oc, groups)
+    if cpg * groups != c or c % offset_groups:
+        raise b.fail(
+            f"channels {c} do not split into {groups} groups / {offset_groups} offset groups"
+        )
+    win = _window(b, attrs, [h, width], [kh, kw])
+    oh, ow = win.out
+    taps = kh * kw
+    if shape_of(offset) != (n, offset_groups * taps * 2, oh, ow):
+        raise b.fail(f"offset of shape {rules.format_shape(shape_of(offset))} does not fit")
+    _check_reads(b, n * c * taps * oh * ow * 4)
+    dtype = _float_of(b, x)
+    moved = b.reshape(offset, [n, offset_groups, taps, 2, oh, ow])
+    lead = [n, offset_groups, taps, 1, oh, ow]
+    dy = b.reshape(_slice(b, moved, [0] * 6, lead, [1] * 6), [n, offset_groups, taps, oh, ow])
+    dx = b.reshape(
+        _slice(b, moved, [0, 0, 0, 1, 0, 0], lead, [1] * 6), [n, offset_groups, taps, oh, ow]
+    )
+    tap_rows, tap_columns = np.divmod(np.arange(taps), kw)
+    base_y = (tap_rows * win.dilations[0])[:, None, None] + (
+        np.arange(oh) * win.strides[0] - win.begin[0]
+    )[None, :, None]
+    base_x = (tap_columns * win.dilations[1])[:, None, None] + (
+        np.arange(ow) * win.strides[1] - win.begin[1]
+    )[None, None, :]
+    y = b.binary(graph.AddOp, dy, base_y.astype(dtype))
+    x_at = b.binary(graph.AddOp, dx, base_x.astype(dtype))
+    taps_shape = [n, offset_groups, taps, oh, ow]
+    positions, weights = _bilinear_reads(
+        b,
+        _corners_zero_outside(b, y, h),
+        _corners_zero_outside(b, x_at, width),
+        width,
+        ([*taps_shape, 2, 1], [*taps_shape, 1, 2]),
+    )
+    per_group = c // offset_groups
+    # [N, G, K, oH, oW, 2, 2] -> [N, G, 1, K, oH, oW, 2, 2] to broadcast over channels
+    spread = [n, offset_groups, 1, taps, oh, ow, 2, 2]
+    planes = (
+        np.arange(n)[:, None, None] * c
+        + np.arange(offset_groups)[None, :, None] * per_group
+        + np.arange(per_group)[None, None, :]
+    ) * (h * width)
+    full = [n, offset_groups, per_group, taps, oh, ow, 2, 2]
+    index = b.binary(
+        graph.AddOp,
+        b.reshape(positions, spread),
+        planes.reshape([n, offset_groups, per_group, 1, 1, 1, 1, 1]),
+    )
+    values = b.binary(
+        graph.MulOp, _gather_flat(b, x, _broadcast_to(b, index, full)), b.reshape(weights, spread)
+    )
+    if mask is not None:
+        values = b.binary(
+            graph.MulOp, values, b.reshape(mask, [n, offset_groups, 1, taps, oh, ow, 1, 1])
+        )
+    sampled = b.reduce(graph.ReduceSumOp, values, [6, 7], False)
+    columns = b.reshape(sampled, [n, groups, cpg * taps, oh * ow])
+    kernel = b.reshape(w, [1, groups, oc // groups, cpg * taps])
+    out = b.op(graph.MatmulOp, [kernel, columns], [n, groups, oc // groups, oh * ow])
+    return [_add_bias(b, b.reshape(out, [n, oc, oh, ow]), bias)]
+
+
+def _broadcast_to(b: Builder, x: Value, shape: Sequence[int]) -> Value:
+    if tuple(shape) == shape_of(x):
+        return x
+    return b.op(graph.BroadcastToOp, [x], shape)
+
+
+@converter("RoiAlign")
+def _roi_align(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """Each region of interest pooled to output_height x output_width bins, each bin the
+    average (or maximum) of sampling_ratio^2 bilinear samples, as ONNX's reference (max
+    mode: the largest weighted corner). The sample positions come from the rois' values:
+    corners and weights are computed per axis, then one gather reads them all."""
+    x, rois, batch = required(inputs, 0), required(inputs, 1), required(inputs, 2)
+    if len(shape_of(x)) != 4 or len(shape_of(rois)) != 2 or shape_of(rois)[1] != 4:
+        raise b.fail("RoiAlign takes an NCHW input and rois of shape [R, 4]")
+    n, c, h, width = shape_of(x)
+    count = shape_of(rois)[0]
+    ph, pw = int(attrs.get("output_height", 1)), int(attrs.get("output_width", 1))
+    grid = int(attrs.get("sampling_ratio", 0))
+    if grid <= 0:
+        raise b.fail(
+            "sampling_ratio 0 (adaptive) makes the number of samples depend on the rois' "
+            "values; only a fixed sampling_ratio >= 1 is supported"
+        )
+    _check_reads(b, count * c * ph * pw * grid * grid * 4)
+    mode = _text(attrs, "mode", "avg")
+    half_pixel = _text(attrs, "coordinate_transformation_mode", "half_pixel") == "half_pixel"
+    scale = float(attrs.get("spatial_scale", 1.0))
+    dtype = _float_of(b, x)
+    rois = b.cast(rois, element_of(x, f"node {b.node}"))
+    ys = _roi_samples(b, rois, 1, ph, grid, scale, half_pixel, dtype)
+    xs = _roi_samples(b, rois, 0, pw, grid, scale, half_pixel, dtype)
+    layout = ([count, ph * grid, 1, 2, 1], [count, 1, pw * grid, 1, 2])
+    positions, weights = _bilinear_reads(
+        b, _corners_roi(b, ys, h), _corners_roi(b, xs, width), width, layout
+    )
+    planes = b.binary(
+        graph.AddOp,
+        b.reshape(b.binary(graph.MulOp, b.cast(batch, I64), np.array(c, np.int64)), [count, 1]),
+        np.arange(c, dtype=np.int64)[None, :],
+    )
+    plane_size = np.array(h * width, np.int64)
+    return [_roi_pool(b, x, positions, weights, planes, plane_size, (ph, pw, grid), mode)]
+
+
+def _roi_samples(
+    b: Builder,
+    rois: Value,
+    column: int,
+    pooled: int,
+    grid: int,
+    scale: float,
+    half_pixel: bool,
+    dtype: np.dtype[Any],
+) -> Value:
+    """The sample coordinates along one axis ([R, pooled * grid]): rois' column `column`
+    is the start, `column + 2` the end."""
+    count = shape_of(rois)[0]
+    start = b.reshape(_slice(b, rois, [0, column], [count, 1], [1, 1]), [count, 1])
+    end = b.reshape(_slice(b, rois, [0, column + 2], [count, 1], [1, 1]), [count, 1])
+    offset = _known(0.5 if half_pixel else 0.0, dtype)
+    start = b.binary(graph.SubOp, b.binary(graph.MulOp, start, _known(scale, dtype)), offset)
+    end = b.binary(graph.SubOp, b.binary(graph.MulOp, end, _known(scale, dtype)), offset)
+    length = b.binary(graph.SubOp, end, start)
+    if not half_pixel:
+        length = b.binary(graph.MaxOp, length, _known(1.0, dtype))
+    bin_size = b.binary(graph.DivOp, length, _known(pooled, dtype))
+    bins = np.repeat(np.arange(pooled), grid).astype(dtype)[None, :]
+    steps = np.tile((np.arange(grid) + 0.5), pooled).astype(dtype)[None, :]
+    at_bin = b.binary(graph.AddOp, start, b.binary(graph.MulOp, bins, bin_size))
+    sub = b.binary(graph.DivOp, bin_size, _known(grid, dtype))
+    return b.binary(graph.AddOp, at_bin, b.binary(graph.MulOp, steps, sub))
+
+
+def _roi_pool(
+    b: Builder,
+    x: Value,
+    positions: Value,
+    weights: Value,
+    planes: Value,
+    plane_size: Array,
+    sizes: tuple[int, int, int],
+    mode: str,
+) -> Value:
+    """Read the corners of every sample of every channel, weight them and pool each bin."""
+    ph, pw, grid = sizes
+    count, c = shape_of(planes)
+    # positions and weights: [R, PH*G, PW*G, 2, 2] (row corner, column corner)
+    index = b.binary(
+        graph.AddOp,
+        b.reshape(positions, [count, 1, ph * grid, pw * grid, 2, 2]),
+        b.reshape(b.binary(graph.MulOp, planes, plane_size), [count, c, 1, 1, 1, 1]),
+    )
+    full = [count, c, ph * grid, pw * grid, 2, 2]
+    values = _gather_flat(b, x, _broadcast_to(b, index, full))
+    values = b.binary(
+        graph.MulOp, values, b.reshape(weights, [count, 1, ph * grid, pw * grid, 2, 2])
+    )
+    binned = b.reshape(values, [count, c, ph, grid, pw, grid, 2, 2])
+    if mode == "max":
+        return b.reduce(graph.ReduceMaxOp, binned, [3, 5, 6, 7], False)
+    if mode != "avg":
+        raise b.fail(f"mode '{mode}' is not supported (avg or max)")
+    summed = b.reduce(graph.ReduceSumOp, binned, [3, 5, 6, 7], False)
+    return b.binary(graph.DivOp, summed, _known(grid * grid, _float_of(b, x)))

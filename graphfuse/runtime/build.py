@@ -41,6 +41,7 @@ from graphfuse.runtime.llvm_lowering import (
     to_llvm_ir,
     uses_threads,
 )
+from graphfuse.runtime.packed_entry import add_packed_entries
 from graphfuse.runtime.weights_object import weights_folder, weights_object
 from graphfuse.timing import timed
 from graphfuse.toolchain import ToolchainError
@@ -82,10 +83,12 @@ def build_module_library(
     """Build (or find) a shared library for the upstream module `module` (left unchanged),
     one object per kernel. The globals named in `detached` never reach a tool as text: a
     library written to `output` links their bytes in; the cached library of a call without
-    `output` reserves their space, and the caller copies them in after loading it."""
+    `output` reserves their space, and the caller copies them in after loading it. Each
+    entry function can also be called with one array of arguments (packed_entry.py)."""
     detached = detached or {}
     with timed("split into kernels"):
         split = split_kernels(module, detached, reserve_detached=output is None)
+        add_packed_entries(split.entry)
     with timed("print kernels"):
         texts = {name: str(part) for name, part in split.kernels.items()}
         entry = str(split.entry)

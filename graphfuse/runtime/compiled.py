@@ -1,11 +1,14 @@
 """A compiled graph function called like a Python function on NumPy arrays.
 
 The library's entry point takes inputs, then one buffer per result, then scratch buffers
-(see convert-graph-to-loop). `CompiledFunction` checks each argument's shape and dtype,
-allocates the results, keeps the scratch buffers between calls (so a call allocates only
-its results), and returns the results as NumPy arrays. A library built for this process only
-reserves space for its large constants, which are copied in when it is loaded (a library
-written out links them in: graphfuse.runtime.build).
+(see convert-graph-to-loop); it is called through its packed form (packed_entry.py: one
+array of descriptor pointers, as a model may take more than the 1024 arguments ctypes
+passes; a library built from upstream text has only the C interface). `CompiledFunction`
+checks each argument's shape and dtype, allocates the results, keeps the scratch buffers
+between calls (so a call allocates only its results), and returns the results as NumPy
+arrays. A library built for this process only reserves space for its large constants,
+which are copied in when it is loaded (a library written out links them in:
+graphfuse.runtime.build).
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from graphfuse.runtime import memref_abi
 from graphfuse.runtime.memref_abi import Array
+from graphfuse.runtime.packed_entry import packed_name
+
+CTYPES_MAX_ARGUMENTS = 1024
+"""The most arguments ctypes passes in one call (CPython's CTYPES_MAX_ARGCOUNT)."""
 
 
 class ArgumentError(DiagnosticException, ValueError):
@@ -165,8 +172,9 @@ class CompiledFunction(ArrayFunction):
             # Large constants the library only reserves space for (kernel_split.py).
             address = ctypes.addressof(ctypes.c_char.in_dll(self._library, symbol))
             ctypes.memmove(address, data, len(data))
-        self._function = getattr(self._library, f"_mlir_ciface_{name}")
-        self._function.restype = None
+        self._packed = _symbol(self._library, packed_name(name))
+        self._function = _symbol(self._library, f"_mlir_ciface_{name}")
+        assert self._function is not None, f"{library} has no @{name}"
         # Zeroed (calloc: pages are only touched when used): loop-tile-matmul's "constant
         # operand packed" flags must start at 0.
         self._scratch = [
@@ -175,6 +183,16 @@ class CompiledFunction(ArrayFunction):
         # Built once: a model has hundreds of scratch buffers (docs/decisions.md).
         self._scratch_descriptors = [memref_abi.descriptor(b) for b in self._scratch]
         self._scratch_pointers = [ctypes.byref(d) for d in self._scratch_descriptors]
+        self._passed = len(self.inputs) + len(self.outputs)
+        # The packed entry's argument array, scratch part filled: a call copies it (calls
+        # may run in several threads at once).
+        self._arguments = (ctypes.c_void_p * (self._passed + len(scratch)))()
+        self._arguments[self._passed :] = [ctypes.addressof(d) for d in self._scratch_descriptors]
+        if self._packed is None and len(self._arguments) > CTYPES_MAX_ARGUMENTS:
+            raise ArgumentError(
+                f"@{name} takes {len(self._arguments)} buffers, more than ctypes passes "
+                f"({CTYPES_MAX_ARGUMENTS}), and {library} has no {packed_name(name)}"
+            )
 
     def __repr__(self) -> str:
         return f"<compiled {self._signature()} from {self.library_path}>"
@@ -185,5 +203,20 @@ class CompiledFunction(ArrayFunction):
         inputs = self._check(arrays)
         outputs = self._outputs(out)
         descriptors = [memref_abi.descriptor(b) for b in (*inputs, *outputs)]
-        self._function(*(ctypes.byref(d) for d in descriptors), *self._scratch_pointers)
+        if self._packed is not None:
+            arguments = type(self._arguments).from_buffer_copy(self._arguments)
+            arguments[: self._passed] = [ctypes.addressof(d) for d in descriptors]
+            self._packed(arguments)
+        else:
+            self._function(*(ctypes.byref(d) for d in descriptors), *self._scratch_pointers)
         return self._results(outputs)
+
+
+def _symbol(library: ctypes.CDLL, name: str) -> Any:
+    """The function `name` of `library` returning void, or None when it has none."""
+    try:
+        function = getattr(library, name)
+    except AttributeError:
+        return None
+    function.restype = None
+    return function

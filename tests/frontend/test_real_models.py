@@ -15,23 +15,12 @@ import graphfuse
 from graphfuse.compiler import CompileOptions
 from graphfuse.frontend.onnx_import import from_onnx
 from graphfuse.testing.model_zoo import HELD_OUT, MODELS, export, onnxruntime_run
-from graphfuse.toolchain import ToolchainError
 
 TOLERANCE = 1e-4
 
 # What graphfuse cannot build yet: the exception and its message (positions left out);
 # strict, so a mark that no longer applies fails the suite and is removed.
-KNOWN_FAILURES: dict[str, tuple[type[Exception], str]] = {
-    # Not an import refusal: the GEMM epilogue vectorizer (lowering/cpu/gemm/
-    # tile_epilogue.py) broadcasts a uniform i1 select condition (a residual added through
-    # Swin's torch.roll, i.e. Slice+Concat on a non-innermost axis) to vector<16xi1>, and
-    # xDSL prints the select in its scalar-condition form.
-    "swin": (
-        ToolchainError,
-        "lowering to the LLVM dialect failed (mlir-opt): error: use of value expects "
-        "different type than prior uses: 'i1' vs 'vector<16xi1>'",
-    ),
-}
+KNOWN_FAILURES: dict[str, tuple[type[Exception], str]] = {}
 
 
 def _cases() -> list[object]:

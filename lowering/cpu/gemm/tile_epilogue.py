@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import math, vector
+from xdsl.dialects import arith, math, vector
 from xdsl.dialects.builtin import IndexType, VectorType, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -119,6 +119,16 @@ class _VectorBody:
             return mapped
         return self.out.emit(vector.BroadcastOp(mapped, VectorType(mapped.type, [self.lanes])))
 
+    def operand_of(self, op: Operation, index: int) -> SSAValue:
+        """Operand #index of `op`'s vector form: a vector, except a row-uniform select
+        condition. arith.select's scalar-condition form picks whole vectors, and xDSL's
+        select takes only an i1 and prints that form: a broadcast vector<lanes x i1> would
+        disagree with the printed type."""
+        value = op.operands[index]
+        if isinstance(op, arith.SelectOp) and index == 0 and value not in self.varying:
+            return self.get(value)
+        return self.vector_of(value)
+
     def clone(self, op: Operation) -> None:
         if not any(v in self.varying for v in op.operands):
             copy = op.clone(value_mapper=self.mapping)
@@ -137,7 +147,7 @@ class _VectorBody:
             value = self.vector_of(op.value)
             self.out.add(vector.StoreOp(value, self.get(op.buffer), indices))
         else:
-            operands = [self.vector_of(v) for v in op.operands]
+            operands = [self.operand_of(op, i) for i in range(len(op.operands))]
             result_types: list[Attribute] = [VectorType(r.type, [self.lanes]) for r in op.results]
             copy = type(op).create(
                 operands=operands,
