@@ -60,6 +60,8 @@ _NOT_FOLDED = {
     "GlobalMaxPool",
     "Conv",
 }
+FUNCTION_DOMAINS = ("ai.onnx.preview",)
+"""Domains besides the default whose ops are expanded from their function bodies."""
 _FOLDED_WHEN_KNOWN = ("Shape", "Size", "Constant", "ConstantOfShape", "Range")
 """Ops without a converter that the importer evaluates when their inputs are known."""
 _CONTROL_FLOW = {"If": convert_if, "Loop": convert_loop, "Scan": convert_scan}
@@ -218,8 +220,10 @@ class _Importer:
             return
         if self._fold(node, inputs, label):
             return
-        if converter is None and node.domain in STANDARD_DOMAINS:
-            body = function_body(node, inputs, label, self._opsets().get("", MIN_OPSET))
+        if converter is None and node.domain in (*STANDARD_DOMAINS, *FUNCTION_DOMAINS):
+            domain = "" if node.domain in STANDARD_DOMAINS else node.domain
+            opset = self._opsets().get(domain, MIN_OPSET if not domain else 1)
+            body = function_body(node, inputs, label, opset)
             if body is not None:
                 expand_function(self, node, *body, label)
                 return

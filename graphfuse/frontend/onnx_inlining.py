@@ -75,16 +75,17 @@ def inline_graph(
 def function_body(
     node: Any, inputs: Sequence[Value | None], label: str, opset: int
 ) -> tuple[Any, dict[str, Any]] | None:
-    """The FunctionProto ONNX defines `node`'s op by, at the model's opset, and the
-    defaults of the op's attributes, or None (Elu, Selu,
-    HardSwish, Reduce{L1,L2,LogSum,...}, CastLike, RMSNormalization, Attention,
-    RotaryEmbedding, GroupNormalization ...), or None. Context-dependent bodies are
+    """The FunctionProto ONNX defines `node`'s op by at `opset` (of the node's domain),
+    with the defaults of the op's attributes, or None: Elu, Selu, HardSwish,
+    Reduce{L1,L2,LogSum,...}, CastLike, RMSNormalization, Attention, RotaryEmbedding,
+    GroupNormalization, FlexAttention (ai.onnx.preview) ... Context-dependent bodies are
     built for the node's attributes and its inputs' element types and shapes."""
     from onnx import FunctionProto, TypeProto, defs, helper
 
     version = opset
+    domain = "" if node.domain in ("", "ai.onnx") else node.domain
     try:
-        schema = defs.get_schema(node.op_type, version, "")
+        schema = defs.get_schema(node.op_type, version, domain)
     except defs.SchemaError:
         return None
     body = FunctionProto()
