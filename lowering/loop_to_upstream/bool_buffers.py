@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from typing import cast
 
-from xdsl.dialects import arith, func, gpu, memref
+from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
-    FunctionType,
     IntegerType,
     MemRefType,
     ModuleOp,
@@ -30,6 +29,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.hints import isa
 
+from graphfuse.lowering.loop_to_upstream.buffer_types import retype_buffers
+
 
 def _byte_type(typ: Attribute) -> MemRefType[Attribute] | None:
     """memref<...xi8> for a memref<...xi1>, else None."""
@@ -38,33 +39,12 @@ def _byte_type(typ: Attribute) -> MemRefType[Attribute] | None:
     return None
 
 
-def _widen_values(values: tuple[SSAValue, ...] | list[SSAValue]) -> None:
-    for value in list(values):
-        new_type = _byte_type(value.type)
-        if new_type is not None:
-            Rewriter.replace_value_with_new_type(value, new_type)
-
-
-def _widen_global(op: memref.GlobalOp) -> None:
-    new_type = _byte_type(op.type)
-    if new_type is None:
-        return
-    op.type = new_type
-    initial = op.initial_value
-    if isinstance(initial, DenseIntOrFPElementsAttr):
-        values = cast(list[int], initial.get_values())
-        shape = list(initial.get_shape())
-        tensor = TensorType(i8, shape)
-        op.initial_value = DenseIntOrFPElementsAttr.from_list(
-            tensor, [1 if v else 0 for v in values]
-        )
-
-
-def _widen_function(op: func.FuncOp | gpu.FuncOp) -> None:
-    types = op.function_type
-    inputs = [_byte_type(t) or t for t in types.inputs.data]
-    outputs = [_byte_type(t) or t for t in types.outputs.data]
-    op.function_type = FunctionType.from_lists(inputs, outputs)
+def _byte_initial(
+    initial: DenseIntOrFPElementsAttr, typ: MemRefType[Attribute]
+) -> DenseIntOrFPElementsAttr:
+    values = cast(list[int], initial.get_values())
+    tensor = TensorType(i8, list(initial.get_shape()))
+    return DenseIntOrFPElementsAttr.from_list(tensor, [1 if v else 0 for v in values])
 
 
 def _byte_access(op: Operation) -> None:
@@ -85,15 +65,5 @@ def _holds_bytes(buffer: SSAValue) -> bool:
 
 def store_bools_as_bytes(module: ModuleOp) -> None:
     """Rewrite every i1 buffer in `module` (upstream memref form) into a byte buffer."""
-    ops = list(module.walk())
-    for op in ops:
-        if isinstance(op, memref.GlobalOp):
-            _widen_global(op)
-        elif isinstance(op, func.FuncOp | gpu.FuncOp):
-            _widen_function(op)
-        _widen_values(op.results)
-        for region in op.regions:
-            for block in region.blocks:
-                _widen_values(block.args)
-    for op in ops:
+    for op in retype_buffers(module, _byte_type, _byte_initial):
         _byte_access(op)

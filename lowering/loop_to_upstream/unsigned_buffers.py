@@ -11,20 +11,18 @@ such buffer, function signature and constant global turns signless.
 
 from __future__ import annotations
 
-from xdsl.dialects import func, gpu, memref
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
-    FunctionType,
     IntegerType,
     MemRefType,
     ModuleOp,
     TensorType,
 )
-from xdsl.ir import Attribute, SSAValue
-from xdsl.rewriter import Rewriter
+from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects import loop
+from graphfuse.lowering.loop_to_upstream.buffer_types import retype_buffers
 
 
 def _signless_type(typ: Attribute) -> MemRefType[Attribute] | None:
@@ -38,41 +36,14 @@ def _signless_type(typ: Attribute) -> MemRefType[Attribute] | None:
     return MemRefType[Attribute](signless, typ.get_shape(), typ.layout, typ.memory_space)
 
 
-def _retype_values(values: tuple[SSAValue, ...] | list[SSAValue]) -> None:
-    for value in list(values):
-        new_type = _signless_type(value.type)
-        if new_type is not None:
-            Rewriter.replace_value_with_new_type(value, new_type)
-
-
-def _retype_global(op: memref.GlobalOp) -> None:
-    new_type = _signless_type(op.type)
-    if new_type is None:
-        return
-    op.type = new_type
-    initial = op.initial_value
-    if isinstance(initial, DenseIntOrFPElementsAttr):
-        element = new_type.get_element_type()
-        assert isinstance(element, IntegerType)
-        tensor = TensorType(element, list(initial.get_shape()))
-        op.initial_value = DenseIntOrFPElementsAttr(tensor, initial.data)
-
-
-def _retype_function(op: func.FuncOp | gpu.FuncOp) -> None:
-    types = op.function_type
-    inputs = [_signless_type(t) or t for t in types.inputs.data]
-    outputs = [_signless_type(t) or t for t in types.outputs.data]
-    op.function_type = FunctionType.from_lists(inputs, outputs)
+def _signless_initial(
+    initial: DenseIntOrFPElementsAttr, typ: MemRefType[Attribute]
+) -> DenseIntOrFPElementsAttr:
+    element = typ.get_element_type()
+    assert isinstance(element, IntegerType)
+    return DenseIntOrFPElementsAttr(TensorType(element, list(initial.get_shape())), initial.data)
 
 
 def store_unsigned_as_signless(module: ModuleOp) -> None:
     """Rewrite every buffer of unsigned integers in `module` into a signless one."""
-    for op in list(module.walk()):
-        if isinstance(op, memref.GlobalOp):
-            _retype_global(op)
-        elif isinstance(op, func.FuncOp | gpu.FuncOp):
-            _retype_function(op)
-        _retype_values(op.results)
-        for region in op.regions:
-            for block in region.blocks:
-                _retype_values(block.args)
+    retype_buffers(module, _signless_type, _signless_initial)
