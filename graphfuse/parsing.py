@@ -139,7 +139,9 @@ def _unsupported_type_at(span: Span[str]) -> str | None:
 
 
 _TENSOR_TYPE = re.compile(r"tensor<([^<>]*)>")
-_ELEMENT_NAMES = frozenset({"f32", "f16", "bf16", "i32", "i64", "i1"})
+_ELEMENT_NAMES = frozenset(
+    {"f32", "f16", "bf16", "f64", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64"}
+)
 _OP_NAME = re.compile(r"\b([a-z_][a-z0-9_]*\.[a-z0-9_.]+)\b")
 
 
