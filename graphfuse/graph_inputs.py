@@ -58,7 +58,7 @@ def check_function(function: func.FuncOp) -> None:
         if op.name == "func.return":
             continue
         for index, operand in enumerate(op.operands):
-            if isinstance(operand.type, TensorType) and 0 in operand.type.get_shape():
+            if isa(operand.type, TensorType) and 0 in operand.type.get_shape():
                 raise GraphfuseError(
                     f"{location_of(op)}: '{op.name}' op operand #{index} is empty "
                     f"({operand.type}): ops on empty tensors are not supported (an ONNX "

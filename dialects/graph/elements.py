@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Attribute
+from xdsl.utils.hints import isa
 
 from graphfuse.dialects.graph.ops import is_unsigned, tensor_type_of
 from graphfuse.parsing import GraphfuseError
@@ -39,7 +40,7 @@ def numpy_dtype(element_type: Attribute) -> np.dtype[Any]:
         return np.dtype(np.float16)
     if isinstance(element_type, Float64Type):
         return np.dtype(np.float64)
-    if isinstance(element_type, IntegerType):
+    if isa(element_type, IntegerType):
         width = element_type.bitwidth
         if width == 1:
             return np.dtype(np.bool_)

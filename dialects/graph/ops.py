@@ -12,8 +12,9 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, TypeVar, cast
+from typing import ClassVar, cast
 
+from typing_extensions import TypeVar  # the TypeVar xDSL's mapping_type_vars is typed with
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     I64,
@@ -71,6 +72,7 @@ from xdsl.traits import (
     Pure,
 )
 from xdsl.utils.exceptions import PassFailedException, VerifyException
+from xdsl.utils.hints import isa
 from xdsl.utils.str_enum import StrEnum
 
 from graphfuse.dialects.graph import shape_rules as rules
@@ -194,7 +196,7 @@ class IntegerElementConstraint(AttrConstraint[IntegerType]):
     unsigned: frozenset[int]
 
     def verify(self, attr: Attribute, constraint_context: VerificationContext) -> None:
-        if isinstance(attr, IntegerType):
+        if isa(attr, IntegerType):
             widths = {
                 Signedness.SIGNLESS: self.signless,
                 Signedness.UNSIGNED: self.unsigned,
@@ -255,10 +257,7 @@ def element_bytes(element_type: Attribute) -> int:
 
 def is_unsigned(element_type: Attribute) -> bool:
     """Whether `element_type` is one of ui8..ui64 (lowered with the unsigned arith ops)."""
-    return (
-        isinstance(element_type, IntegerType)
-        and element_type.signedness.data == Signedness.UNSIGNED
-    )
+    return isa(element_type, IntegerType) and element_type.signedness.data == Signedness.UNSIGNED
 
 
 def functions(module: ModuleOp) -> Iterator[func.FuncOp]:

@@ -90,7 +90,7 @@ def signless(typ: Attribute) -> Attribute:
     callers pass), but scalars are signless, as `arith` wants them: a load gives, and a
     store takes, the signless type of its buffer's elements.
     """
-    if isinstance(typ, IntegerType) and typ.signedness.data == Signedness.UNSIGNED:
+    if isa(typ, IntegerType) and typ.signedness.data == Signedness.UNSIGNED:
         return IntegerType(typ.width.data)
     return typ
 

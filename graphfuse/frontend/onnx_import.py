@@ -43,7 +43,7 @@ from graphfuse.frontend.onnx_checks import (
     parse_input_shapes,
 )
 from graphfuse.frontend.onnx_control_flow import convert_if, convert_loop, convert_scan
-from graphfuse.frontend.onnx_inlining import expand_function, function_body
+from graphfuse.frontend.onnx_inlining import expand_function, function_body, function_schema
 from graphfuse.frontend.onnx_ops import CONVERTERS
 
 _NOT_FOLDED = {
@@ -357,10 +357,10 @@ def _handled_without_converter(node: Any) -> bool:
     if node.op_type in _CONTROL_FLOW or node.op_type in _FOLDED_WHEN_KNOWN:
         return True
     try:
-        schema = defs.get_schema(node.op_type, "")
+        schema = function_schema(defs.get_schema(node.op_type, ""))
     except defs.SchemaError:
         return False
-    return bool(schema.has_function or schema.has_context_dependent_function)
+    return schema.has_function or schema.has_context_dependent_function
 
 
 def _folded_tensor(value: Any, node: Any, label: str) -> np.ndarray:
@@ -389,13 +389,16 @@ def _constant_input(graph_input: Any, value: Any) -> Array:
     name, tensor_type = graph_input.name, graph_input.type.tensor_type
     dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type))
     try:
-        array = np.asarray(value).astype(dtype)
+        array: Array = np.asarray(value).astype(dtype)
     except (TypeError, ValueError) as error:
         raise ImportFailure(f"--constant {name}: not a {dtype} array ({error})") from None
     if tensor_type.HasField("shape"):
-        declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim]
-        if None not in declared and array.size == int(np.prod(declared, dtype=np.int64)):
-            array = array.reshape(declared)  # a flat list from the command line
+        declared: list[int | None] = [
+            d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim
+        ]
+        known = [d for d in declared if d is not None]
+        if len(known) == len(declared) and array.size == int(np.prod(known, dtype=np.int64)):
+            array = array.reshape(known)  # a flat list from the command line
         if len(declared) != array.ndim or any(
             d is not None and d != s for d, s in zip(declared, array.shape, strict=True)
         ):

@@ -13,10 +13,13 @@ in it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from graphfuse.dialects.graph.elements import numpy_dtype
 from graphfuse.frontend.onnx_builder import Builder, ImportFailure, Value, element_of, shape_of
+
+if TYPE_CHECKING:
+    from onnx.defs import OpSchema
 
 
 class Importing(Protocol):
@@ -38,6 +41,39 @@ class Importing(Protocol):
     def unsupported_listing(self) -> str:
         """The one-line message listing every unsupported op found so far."""
         ...
+
+
+class FunctionSchema(Protocol):
+    """An ONNX OpSchema's function bodies: onnx (1.23) has these members, but its type
+    stubs leave them out; `function_schema` gives a schema this type."""
+
+    @property
+    def has_function(self) -> bool: ...
+
+    @property
+    def has_context_dependent_function(self) -> bool: ...
+
+    @property
+    def function_opset_versions(self) -> list[int]: ...
+
+    @property
+    def context_dependent_function_opset_versions(self) -> list[int]: ...
+
+    def get_function_with_opset_version(self, version: int, /) -> bytes:
+        """The serialized FunctionProto of the body written in opset `version`."""
+        ...
+
+    def get_context_dependent_function_with_opset_version(
+        self, version: int, node: bytes, input_types: Sequence[bytes], /
+    ) -> bytes:
+        """The serialized FunctionProto built for a serialized node and its inputs'
+        serialized TypeProtos (empty bytes if the schema builds none for them)."""
+        ...
+
+
+def function_schema(schema: OpSchema) -> FunctionSchema:
+    """`schema` with the members its type stubs lack (see FunctionSchema)."""
+    return cast(FunctionSchema, schema)
 
 
 def inline_graph(
@@ -85,14 +121,15 @@ def function_body(
     version = opset
     domain = "" if node.domain in ("", "ai.onnx") else node.domain
     try:
-        schema = defs.get_schema(node.op_type, version, domain)
+        op_schema = defs.get_schema(node.op_type, version, domain)
     except defs.SchemaError:
         return None
+    schema = function_schema(op_schema)
     body = FunctionProto()
     if schema.has_function:
         chosen = _body_version(schema.function_opset_versions, version)
         body.ParseFromString(schema.get_function_with_opset_version(chosen))
-        return body, _attribute_defaults(schema)
+        return body, _attribute_defaults(op_schema)
     if not schema.has_context_dependent_function:
         return None
     types: list[bytes] = []
@@ -117,7 +154,7 @@ def function_body(
     if not serialized:
         return None
     body.ParseFromString(serialized)
-    return body, _attribute_defaults(schema)
+    return body, _attribute_defaults(op_schema)
 
 
 def expand_function(
@@ -178,14 +215,19 @@ def _renamed_node(node: Any, renamed: dict[str, str]) -> Any:
     copy.CopyFrom(node)
     del copy.input[:]
     del copy.output[:]
-    copy.input.extend(renamed.get(i, i) if i else "" for i in node.input)
-    copy.output.extend(renamed.get(o, o) if o else "" for o in node.output)
+    copy.input.extend(_renamed_name(i, renamed) for i in node.input)
+    copy.output.extend(_renamed_name(o, renamed) for o in node.output)
     for attribute in copy.attribute:
         nested = [attribute.g] if attribute.type == AttributeProto.GRAPH else []
         nested += list(attribute.graphs) if attribute.type == AttributeProto.GRAPHS else []
         for subgraph in nested:
             _rename_reads(subgraph, renamed)
     return copy
+
+
+def _renamed_name(name: str, renamed: dict[str, str]) -> str:
+    """`name` as `renamed` says, or unchanged; "" (an omitted input or output) stays ""."""
+    return renamed.get(name, name) if name else ""
 
 
 def _rename_reads(subgraph: Any, renamed: dict[str, str]) -> None:
@@ -207,7 +249,7 @@ def _rename_reads(subgraph: Any, renamed: dict[str, str]) -> None:
             output.name = renamed[output.name]
 
 
-def _attribute_defaults(schema: Any) -> dict[str, Any]:
+def _attribute_defaults(schema: OpSchema) -> dict[str, Any]:
     """The schema's default of each attribute of its op (a function body refers to them
     by name when the node leaves them out)."""
     return {

@@ -46,7 +46,7 @@ from graphfuse.frontend.onnx_convert import (
 
 
 @converter("MatMul")
-def _matmul(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+def matmul(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     """numpy.matmul: a 1-D operand is a matrix with a unit dimension put in front (lhs) or
     after (rhs) and taken out of the result again, as graph.matmul needs rank >= 2."""
     lhs, rhs = required(inputs, 0), required(inputs, 1)
@@ -96,9 +96,11 @@ def _is_float(b: Builder, x: Value) -> bool:
     return np.issubdtype(_dtype(b, x), np.floating)
 
 
-def _slice(
+def strided_slice(
     b: Builder, x: Value, starts: Sequence[int], sizes: Sequence[int], strides: Sequence[int]
 ) -> Value:
+    """`sizes[i]` elements of `x` along each axis i, from `starts[i]` on every `strides[i]`-th
+    (positive strides); sliced at import time when `x` is known, else a graph.slice."""
     shape = shape_of(x)
     if list(sizes) == list(shape) and not any(starts):
         return x
@@ -117,7 +119,7 @@ def _pad(
     shape = shape_of(x)
     crop_low = [max(-lo, 0) for lo in low]
     sizes = [d - cl - max(-hi, 0) for d, cl, hi in zip(shape, crop_low, high, strict=True)]
-    x = _slice(b, x, crop_low, sizes, [1] * len(shape))
+    x = strided_slice(b, x, crop_low, sizes, [1] * len(shape))
     low, high = [max(lo, 0) for lo in low], [max(hi, 0) for hi in high]
     if not any(low) and not any(high):
         return x
@@ -145,7 +147,7 @@ def _take(b: Builder, x: Value, indices: Array, axis: int) -> Value:
         starts = [flat[0] if i == axis else 0 for i in range(len(shape))]
         sizes = [len(flat) if i == axis else d for i, d in enumerate(shape)]
         strides = [step if i == axis else 1 for i in range(len(shape))]
-        return b.reshape(_slice(b, x, starts, sizes, strides), out_shape)
+        return b.reshape(strided_slice(b, x, starts, sizes, strides), out_shape)
     if not isinstance(x, SSAValue):
         return np.take(x, indices, axis)
     return b.op(graph.GatherOp, [x, np.asarray(indices, np.int64)], out_shape, axis=i64_attr(axis))
@@ -265,7 +267,7 @@ def _window(
     else:
         pads = [0] * 2 * n if auto_pad == "VALID" else _spatial_list(b, attrs, "pads", 2 * n, 0)
         begin, end = pads[:n], pads[n:]
-        out = []
+        out: list[int] = []
         for size, s, e, lo, hi in zip(spatial, strides, extents, begin, end, strict=True):
             span = size + lo + hi - e
             count = (-(-span // s) if ceil else span // s) + 1
@@ -303,7 +305,7 @@ def _window_taps(b: Builder, x: Value, win: _Window, fill: float) -> list[Value]
     slices: list[Value] = []
     for tap in win.taps():
         starts = [0, 0, *(t * d for t, d in zip(tap, win.dilations, strict=True))]
-        slices.append(_slice(b, padded, starts, [*lead, *win.out], [1, 1, *win.strides]))
+        slices.append(strided_slice(b, padded, starts, [*lead, *win.out], [1, 1, *win.strides]))
     return slices
 
 
@@ -361,7 +363,7 @@ def _conv_depth(b: Builder, x: Value, w: Value, win: _Window, groups: int) -> Va
     for tap in taps:
         starts = [0, 0, *(t * d for t, d in zip(tap, depth_win.dilations, strict=True)), 0, 0]
         sizes = [n, c, *depth_win.out, *plane]
-        part = _slice(b, padded, starts, sizes, [1, 1, *depth_win.strides, 1, 1])
+        part = strided_slice(b, padded, starts, sizes, [1, 1, *depth_win.strides, 1, 1])
         stacked.append(b.reshape(part, [n, 1, c, *depth_win.out, *plane]))
     p, outs = len(taps), math.prod(depth_win.out)
     joined = b.reshape(_concat(b, stacked, 1), [n, p, groups, c // groups, *depth_win.out, *plane])
@@ -383,7 +385,8 @@ def _conv_depth(b: Builder, x: Value, w: Value, win: _Window, groups: int) -> Va
     return _transpose(b, result, [0, depth + 1, *range(1, depth + 1), depth + 2, depth + 3])
 
 
-def _add_bias(b: Builder, result: Value, bias: Value | None) -> Value:
+def add_bias(b: Builder, result: Value, bias: Value | None) -> Value:
+    """`result` (N, C, ...) plus a per-channel `bias` (C), if there is one."""
     if bias is None:
         return result
     rank = len(shape_of(result))
@@ -400,7 +403,7 @@ def _check_conv_shapes(b: Builder, x: Value, w: Value, channels: int, groups: in
 
 
 @converter("Conv")
-def _conv(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+def conv(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     x, w, bias = required(inputs, 0), required(inputs, 1), optional(inputs, 2)
     groups = int(attrs.get("group", 1))
     _check_conv_shapes(b, x, w, shape_of(w)[0], groups)
@@ -409,7 +412,7 @@ def _conv(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
             f"weight has {shape_of(w)[1]} channels per group, expected {shape_of(x)[1] // groups}"
         )
     win = _window(b, attrs, shape_of(x)[2:], shape_of(w)[2:])
-    return [_add_bias(b, _conv_nd(b, x, w, win, groups), bias)]
+    return [add_bias(b, _conv_nd(b, x, w, win, groups), bias)]
 
 
 def _transposed_pads(
@@ -493,7 +496,7 @@ def _conv_transpose(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
         tuple(out),
         (0,) * n,
     )
-    return [_add_bias(b, _conv_nd(b, spread, flipped, win, groups), bias)]
+    return [add_bias(b, _conv_nd(b, spread, flipped, win, groups), bias)]
 
 
 # ---- pooling ------------------------------------------------------------------------------
@@ -705,7 +708,9 @@ def _lrn(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
     zeros = [0] * (len(shape) - 2)
     squares = _pad(b, b.binary(graph.MulOp, x, x), [0, before, *zeros], [0, after, *zeros])
-    parts = [_slice(b, squares, [0, i, *zeros], shape, [1] * len(shape)) for i in range(size)]
+    parts = [
+        strided_slice(b, squares, [0, i, *zeros], shape, [1] * len(shape)) for i in range(size)
+    ]
     scaled = b.binary(graph.MulOp, _sum(b, parts), np.array(alpha / size, np.float32))
     base = b.binary(graph.AddOp, scaled, np.array(bias, np.float32))
     return [b.binary(graph.DivOp, x, b.binary(graph.PowOp, base, np.array(beta, np.float32)))]
@@ -1180,7 +1185,9 @@ def _grid_sample(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     for i, size in enumerate(spatial):
         sampler = _Sampler(padding, bool(attrs.get("align_corners", 0)), size)
         component = len(spatial) - 1 - i  # the grid lists x (the last dim) first
-        g = _slice(b, grid, [0] * (rank - 1) + [component], [*grid_shape[:-1], 1], [1] * rank)
+        g = strided_slice(
+            b, grid, [0] * (rank - 1) + [component], [*grid_shape[:-1], 1], [1] * rank
+        )
         g = b.reshape(g, [n, *out])
         coordinate = _grid_coordinate(b, g, sampler, mode)
         per_dim.append(
@@ -1313,7 +1320,8 @@ def _corners_zero_outside(b: Builder, coord: Value, size: int) -> tuple[Value, V
     dtype = _float_of(b, coord)
     low = b.unary(graph.FloorOp, coord)
     frac = b.binary(graph.SubOp, coord, low)
-    weights, indices = [], []
+    weights: list[Value] = []
+    indices: list[Value] = []
     for corner, weight in ((low, b.binary(graph.SubOp, _known(1, dtype), frac)), (None, frac)):
         at = corner if corner is not None else b.binary(graph.AddOp, low, _known(1, dtype))
         inside = _pick(
@@ -1420,9 +1428,11 @@ def _deform_conv(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     dtype = _float_of(b, x)
     moved = b.reshape(offset, [n, offset_groups, taps, 2, oh, ow])
     lead = [n, offset_groups, taps, 1, oh, ow]
-    dy = b.reshape(_slice(b, moved, [0] * 6, lead, [1] * 6), [n, offset_groups, taps, oh, ow])
+    dy = b.reshape(
+        strided_slice(b, moved, [0] * 6, lead, [1] * 6), [n, offset_groups, taps, oh, ow]
+    )
     dx = b.reshape(
-        _slice(b, moved, [0, 0, 0, 1, 0, 0], lead, [1] * 6), [n, offset_groups, taps, oh, ow]
+        strided_slice(b, moved, [0, 0, 0, 1, 0, 0], lead, [1] * 6), [n, offset_groups, taps, oh, ow]
     )
     tap_rows, tap_columns = np.divmod(np.arange(taps), kw)
     base_y = (tap_rows * win.dilations[0])[:, None, None] + (
@@ -1466,7 +1476,7 @@ def _deform_conv(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     columns = b.reshape(sampled, [n, groups, cpg * taps, oh * ow])
     kernel = b.reshape(w, [1, groups, oc // groups, cpg * taps])
     out = b.op(graph.MatmulOp, [kernel, columns], [n, groups, oc // groups, oh * ow])
-    return [_add_bias(b, b.reshape(out, [n, oc, oh, ow]), bias)]
+    return [add_bias(b, b.reshape(out, [n, oc, oh, ow]), bias)]
 
 
 def _broadcast_to(b: Builder, x: Value, shape: Sequence[int]) -> Value:
@@ -1484,7 +1494,7 @@ def _roi_align(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     x, rois, batch = required(inputs, 0), required(inputs, 1), required(inputs, 2)
     if len(shape_of(x)) != 4 or len(shape_of(rois)) != 2 or shape_of(rois)[1] != 4:
         raise b.fail("RoiAlign takes an NCHW input and rois of shape [R, 4]")
-    n, c, h, width = shape_of(x)
+    _, c, h, width = shape_of(x)
     count = shape_of(rois)[0]
     ph, pw = int(attrs.get("output_height", 1)), int(attrs.get("output_width", 1))
     grid = int(attrs.get("sampling_ratio", 0))
@@ -1527,8 +1537,8 @@ def _roi_samples(
     """The sample coordinates along one axis ([R, pooled * grid]): rois' column `column`
     is the start, `column + 2` the end."""
     count = shape_of(rois)[0]
-    start = b.reshape(_slice(b, rois, [0, column], [count, 1], [1, 1]), [count, 1])
-    end = b.reshape(_slice(b, rois, [0, column + 2], [count, 1], [1, 1]), [count, 1])
+    start = b.reshape(strided_slice(b, rois, [0, column], [count, 1], [1, 1]), [count, 1])
+    end = b.reshape(strided_slice(b, rois, [0, column + 2], [count, 1], [1, 1]), [count, 1])
     offset = _known(0.5 if half_pixel else 0.0, dtype)
     start = b.binary(graph.SubOp, b.binary(graph.MulOp, start, _known(scale, dtype)), offset)
     end = b.binary(graph.SubOp, b.binary(graph.MulOp, end, _known(scale, dtype)), offset)

@@ -61,7 +61,7 @@ _RANGES: dict[Attribute, tuple[int, int]] = {
 }
 """The quantized element types and their saturation ranges."""
 
-_ONNX_QUANTIZED = {
+_ONNX_QUANTIZED: dict[int, IntegerType] = {
     TensorProto.UINT8: IntegerType(8, Signedness.UNSIGNED),
     TensorProto.INT8: IntegerType(8),
     TensorProto.UINT16: IntegerType(16, Signedness.UNSIGNED),
@@ -89,7 +89,12 @@ def _promoted(a: Attribute, c: Attribute) -> Attribute:
     floats = [e for e in (a, c) if _is_float(e)]
     if len(floats) < 2:
         return F64
-    widths = {Float16Type: 16, BFloat16Type: 16, Float32Type: 32, Float64Type: 64}
+    widths: dict[type[Attribute], int] = {
+        Float16Type: 16,
+        BFloat16Type: 16,
+        Float32Type: 32,
+        Float64Type: 64,
+    }
     wide = max(floats, key=lambda e: widths[type(e)])
     return wide if widths[type(wide)] > 16 else F32
 
@@ -138,7 +143,7 @@ def _blocked(
     merged = list(value_shape)
     merged[axis] *= block
     flat = b.reshape(repeated, merged)
-    return onnx_nn._slice(b, flat, [0] * len(shape), list(shape), [1] * len(shape))
+    return onnx_nn.strided_slice(b, flat, [0] * len(shape), list(shape), [1] * len(shape))
 
 
 def _broadcast(b: Builder, x: Value, shape: Sequence[int]) -> Value:
@@ -313,7 +318,7 @@ def _integer_matmul(
     c_zp_shape = _zero_point_shape(b, c_zp, c_shape[-1], [c_shape[-1]])
     lhs = _as_int32(b, a, a_zp, a_zp_shape)
     rhs = _as_int32(b, c, c_zp, c_zp_shape)
-    return onnx_nn._matmul(b, [lhs, rhs], {})[0]
+    return onnx_nn.matmul(b, [lhs, rhs], {})[0]
 
 
 @converter("MatMulInteger")
@@ -337,7 +342,7 @@ def _integer_conv(
     wi = _as_int32(b, w, w_zp, w_zp_shape)
     # Padding reads the zero point, which is 0 once subtracted.
     conv_attrs = {k: v for k, v in attrs.items() if k != "kernel_shape"}
-    return onnx_nn._conv(b, [xi, wi], conv_attrs)[0]
+    return onnx_nn.conv(b, [xi, wi], conv_attrs)[0]
 
 
 @converter("ConvInteger")
@@ -422,7 +427,7 @@ def _qlinear_conv(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     accumulated = _integer_conv(b, x, x_zp, w, w_zp, attrs)
     if bias is not None:
         _check_integer_input(b, bias, "B", (I32,))
-        accumulated = onnx_nn._add_bias(b, accumulated, bias)
+        accumulated = onnx_nn.add_bias(b, accumulated, bias)
     if y_zp is not None:
         y_zp = _scalar_scale(b, y_zp, "y_zero_point")
     return [_requantize(b, accumulated, _scale_ratio(b, x_scale, w_scale, y_scale), y_zp, target)]

@@ -354,7 +354,11 @@ def _reduce(
 
 def _select(b: Builder, condition: Value, on_true: Value, on_false: Value) -> Value:
     """Elementwise `condition ? on_true : on_false` (on_true and on_false of one type)."""
-    if not any(isinstance(v, SSAValue) for v in (condition, on_true, on_false)):
+    if (
+        not isinstance(condition, SSAValue)
+        and not isinstance(on_true, SSAValue)
+        and not isinstance(on_false, SSAValue)
+    ):
         return np.where(condition, on_true, on_false)
     on_true, on_false = b.same_element(on_true, on_false)
     element = element_of(on_true if isinstance(on_true, SSAValue) else on_false, b.node)

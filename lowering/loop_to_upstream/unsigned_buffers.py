@@ -40,7 +40,7 @@ def _signless_initial(
     initial: DenseIntOrFPElementsAttr, typ: MemRefType[Attribute]
 ) -> DenseIntOrFPElementsAttr:
     element = typ.get_element_type()
-    assert isinstance(element, IntegerType)
+    assert isa(element, IntegerType)
     return DenseIntOrFPElementsAttr(TensorType(element, list(initial.get_shape())), initial.data)
 
 

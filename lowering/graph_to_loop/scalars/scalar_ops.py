@@ -222,6 +222,7 @@ def _bitcast(em: Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
     if x.type != loop.signless(source):
         x = em.emit(arith.TruncFOp(x, source))  # f16/bf16 computed in f32
     if x.type == IntegerType(1):
+        assert isa(stored, IntegerType), "an i1 is bitcast to a byte"
         x = em.emit(arith.ExtUIOp(x, stored))
     if x.type != stored:
         x = em.emit(arith.BitcastOp(x, stored))
