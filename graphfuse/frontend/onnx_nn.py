@@ -639,11 +639,20 @@ def _root(b: Builder, x: Value, p: float) -> Value:
 
 @converter("LpPool")
 def _lp_pool(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
-    """(sum over the window of |x| ** p) ** (1 / p); padding adds nothing."""
+    """(sum over the window of |x| ** p) ** (1 / p); padding adds nothing. A window that
+    ceil_mode extends past the padded input is scaled up to the full window, as ONNX's
+    reference and PyTorch define it (the mean of |x| ** p over its part, times the window
+    size)."""
     x = required(inputs)
     win = _pool_window(b, x, attrs)
     p = float(attrs.get("p", 2))
-    return [_root(b, _sum(b, _window_taps(b, _power(b, x, p), win, 0.0)), p)]
+    total = _sum(b, _window_taps(b, _power(b, x, p), win, 0.0))
+    counts = _window_counts(shape_of(x)[2:], win, True)
+    size = math.prod(win.kernel)
+    if np.any(counts != size):
+        scale = (size / counts).astype(np.float32)
+        total = b.binary(graph.MulOp, total, _constant_like(b, scale, x))
+    return [_root(b, total, p)]
 
 
 @converter("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
