@@ -131,6 +131,7 @@ def upgrade_opset(model: Any, where: str) -> Any:
         return model
     from onnx import version_converter
 
+    model = _flatten_old_hardmax(model)
     try:
         converted = version_converter.convert_version(model, MIN_OPSET)
     except Exception as error:  # the converter raises RuntimeError, ValueError, ...
@@ -150,14 +151,56 @@ def upgrade_opset(model: Any, where: str) -> Any:
     return converted
 
 
+def _flatten_old_hardmax(model: Any) -> Any:
+    """Hardmax before opset 13 flattens its input to 2-D at `axis` (opset 13 takes one axis)
+    and onnx.version_converter keeps the attribute as it is: written out as Flatten,
+    Hardmax over the last axis, Reshape back (in a copy of the model)."""
+    from onnx import ModelProto, helper
+
+    old = [n for n in model.graph.node if n.op_type == "Hardmax" and n.domain in STANDARD_DOMAINS]
+    if not old:
+        return model
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    nodes: list[Any] = []
+    for index, node in enumerate(copy.graph.node):
+        if node.op_type != "Hardmax" or node.domain not in STANDARD_DOMAINS:
+            nodes.append(node)
+            continue
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+        x, y, tag = node.input[0], node.output[0], f"{node.name or 'Hardmax'}_{index}_"
+        nodes += [
+            helper.make_node("Shape", [x], [tag + "shape"]),
+            helper.make_node("Flatten", [x], [tag + "flat"], axis=axis),
+            helper.make_node("Hardmax", [tag + "flat"], [tag + "hard"], node.name, axis=1),
+            helper.make_node("Reshape", [tag + "hard", tag + "shape"], [y]),
+        ]
+    del copy.graph.node[:]
+    copy.graph.node.extend(nodes)
+    return copy
+
+
 def _changed_interface(before: Any, after: Any) -> str | None:
     """Which graph input or output the conversion retyped, or None."""
     pairs = [("input", before.input, after.input), ("output", before.output, after.output)]
     for kind, old, new in pairs:
         for a, b in zip(old, new, strict=False):
-            if a.type.SerializeToString() != b.type.SerializeToString():
+            if _declared(a.type) != _declared(b.type)[: len(_declared(a.type))] or (
+                a.type.tensor_type.elem_type != b.type.tensor_type.elem_type
+            ):
                 return f"{kind} '{a.name}' ({describe_type(a.type)})"
     return None
+
+
+def _declared(type_proto: Any) -> list[tuple[int, int | str | None]]:
+    """The dimensions a tensor type declares, by position (the converter may add some)."""
+    if not type_proto.tensor_type.HasField("shape"):
+        return []
+    found: list[tuple[int, int | str | None]] = []
+    for index, dim in enumerate(type_proto.tensor_type.shape.dim):
+        kind = dim.WhichOneof("value")
+        found.append((index, dim.dim_value if kind == "dim_value" else dim.dim_param or None))
+    return found
 
 
 def _check_single_assignment(graph: Any) -> None:
@@ -276,6 +319,8 @@ def parse_constants(specs: Sequence[str]) -> dict[str, Any]:
         name, equals, text = spec.partition("=")
         if not name or not equals or not text.strip():
             raise _bad_spec(spec, "expected NAME=V0,V1,... or NAME=FILE.npy", "--constant")
+        if name in constants:
+            raise _bad_spec(spec, f"'{name}' is bound twice", "--constant")
         if text.strip().endswith(".npy"):
             try:
                 constants[name] = np.load(text.strip(), allow_pickle=False)
@@ -286,8 +331,9 @@ def parse_constants(specs: Sequence[str]) -> dict[str, Any]:
         items = [t.strip() for t in text.split(",")]
         try:
             values = [int(t) if re.fullmatch(r"-?\d+", t) else float(t) for t in items]
-        except ValueError:
+            array = np.array(values if len(values) > 1 else values[0])
+        except (ValueError, OverflowError):
             reason = "values must be numbers separated by commas"
             raise _bad_spec(spec, reason, "--constant") from None
-        constants[name] = np.array(values if len(values) > 1 else values[0])
+        constants[name] = array
     return constants

@@ -57,6 +57,7 @@ def convert_if(
     results: list[Value] = []
     for index, (a, c) in enumerate(zip(taken, other, strict=True)):
         if shape_of(a) != shape_of(c) or element_of(a, label) != element_of(c, label):
+            b.node = label  # not the branch's last node
             raise b.fail(
                 f"If's branches differ in output #{index} ({_type(a, label)} vs "
                 f"{_type(c, label)}), so its condition must be known at import: "
@@ -81,6 +82,12 @@ def convert_loop(
     limit = int(np.asarray(trip).reshape(-1)[0]) if trip is not None else None
     going = bool(np.asarray(condition).reshape(-1)[0]) if condition is not None else True
     state: list[Value] = [v for v in carried if v is not None]
+    if len(body.output) < 1 + len(state) or len(body.input) != 2 + len(state):
+        raise b.fail(
+            f"Loop body takes {len(body.input)} inputs and gives {len(body.output)} outputs; "
+            f"with {len(state)} loop-carried values it must take {2 + len(state)} and give "
+            f"at least {1 + len(state)}"
+        )
     scanned: list[list[Value]] = []
     iteration = 0
     while going and (limit is None or iteration < limit):

@@ -251,9 +251,25 @@ def _cast(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     return [b.cast(required(inputs), element_type_of(dtype, f"node {b.node}"))]
 
 
-@converter("Identity", "Dropout")
+@converter("Identity")
 def _identity(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     return [required(inputs)]
+
+
+@converter("Dropout")
+def _dropout(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
+    """Inference (or a ratio of 0): the input, and a mask keeping every element. Training
+    with a positive ratio draws random numbers, which a compiled inference graph does not."""
+    x = required(inputs)
+    ratio, training = optional(inputs, 1), optional(inputs, 2)
+    if training is not None and isinstance(training, SSAValue):
+        raise b.fail(b.must_be_constant(training, "training_mode"))
+    if training is not None and bool(np.asarray(training).reshape(-1)[0]):
+        if isinstance(ratio, SSAValue):
+            raise b.fail(b.must_be_constant(ratio, "ratio (in training mode)"))
+        if ratio is None or float(np.asarray(ratio)) != 0:
+            raise b.fail("Dropout in training mode draws random numbers (export in eval)")
+    return [x, np.ones(shape_of(x), np.bool_)]
 
 
 @converter("Gelu")

@@ -214,9 +214,7 @@ class _Importer:
             self.poisoned.update(node.output)
             return
         inputs = self._inputs_of(node, label)
-        flow = _CONTROL_FLOW.get(node.op_type) if node.domain in STANDARD_DOMAINS else None
-        if flow is not None:
-            self._record(node.output, flow(self, node, inputs, label))
+        if self._control_flow(node, inputs, label):
             return
         if self._fold(node, inputs, label):
             return
@@ -239,11 +237,23 @@ class _Importer:
         except VerifyException as error:
             text = " ".join(str(error).split())  # one line
             raise ImportFailure(f"node {label} ({node.op_type}): {text}") from None
-        except (KeyError, IndexError, AssertionError) as error:
-            raise ImportFailure(
-                f"node {label} ({node.op_type}): malformed node ({type(error).__name__}: {error})"
-            ) from None
+        except _MALFORMED as error:
+            raise ImportFailure(_malformed(label, node.op_type, error)) from None
         self._record(node.output, outputs)
+
+    def _control_flow(self, node: Any, inputs: list[Value | None], label: str) -> bool:
+        """Flatten an If, Loop or Scan node (onnx_control_flow); False for other nodes."""
+        flow = _CONTROL_FLOW.get(node.op_type) if node.domain in STANDARD_DOMAINS else None
+        if flow is None:
+            return False
+        b = self.builder
+        b.node, b.op_type, b.outputs = label, node.op_type, list(node.output)
+        try:
+            outputs = flow(self, node, inputs, label)
+        except _MALFORMED as error:
+            raise ImportFailure(_malformed(label, node.op_type, error)) from None
+        self._record(node.output, outputs)
+        return True
 
     def fresh_prefix(self, label: str) -> str:
         self.expansions += 1
@@ -347,6 +357,17 @@ class _Importer:
                 raise ImportFailure(f"{where} ({op.name}): {error}") from None
 
 
+_MALFORMED = (KeyError, IndexError, AssertionError, ValueError, TypeError, AttributeError)
+"""What a converter or control flow raises on a node missing an input, attribute or body:
+one line naming the node (a valid model never gets here; the conformance runner counts it
+as a crash)."""
+
+
+def _malformed(label: str, op_type: str, error: BaseException) -> str:
+    detail = str(error).splitlines()[0] if str(error) else ""
+    return f"node {label} ({op_type}): malformed node ({type(error).__name__}: {detail})"
+
+
 def _handled_without_converter(node: Any) -> bool:
     """Whether the importer takes `node` without a converter: control flow, shape ops it
     folds, ops ONNX defines by a function body."""
@@ -389,9 +410,17 @@ def _constant_input(graph_input: Any, value: Any) -> Array:
     name, tensor_type = graph_input.name, graph_input.type.tensor_type
     dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type))
     try:
-        array: Array = np.asarray(value).astype(dtype)
-    except (TypeError, ValueError) as error:
+        given = np.asarray(value)
+        with np.errstate(all="ignore"):
+            array: Array = given.astype(dtype)
+        exact = dtype.kind not in "biu" or bool(np.array_equal(array.astype(np.float64), given))
+    except (TypeError, ValueError, OverflowError) as error:
         raise ImportFailure(f"--constant {name}: not a {dtype} array ({error})") from None
+    if not exact:
+        raise ImportFailure(
+            f"--constant {name}: the input is {dtype}, but not every value is one "
+            "(a fraction, NaN or out of range)"
+        )
     if tensor_type.HasField("shape"):
         declared: list[int | None] = [
             d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim

@@ -51,8 +51,7 @@ EXCLUDED: dict[str, str] = {
     r"test_compress_.*": "Compress's output shape depends on the condition's values",
     # Random outputs: no expected values to compare.
     r"test_bernoulli.*": "Bernoulli draws random numbers: no fixed expected output",
-    r"test_dropout_.*(training|mask).*": "Dropout in training mode draws random numbers",
-    r"test_training_dropout.*": "Dropout in training mode draws random numbers",
+    r"test_training_dropout(?!_zero_ratio).*": "Dropout in training mode draws random numbers",
     # Strings: graphfuse's tensors are numbers.
     r"test_(string|regex|strnorm|lexicographic).*": "string tensors are not supported",
     r"test_(equal|concat)_string.*": "string tensors are not supported",
@@ -229,7 +228,9 @@ def run_case(case: Case, mode: str) -> Outcome:
     try:
         got = _execute(case, mode)
     except GraphfuseError as error:
-        return done("refused", str(error).splitlines()[0] if str(error) else type(error).__name__)
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        # The suite's models are valid: a "malformed node" is a converter's own exception.
+        return done("crash" if "malformed node" in message else "refused", message)
     except Exception as error:  # anything else is a crash to report
         return done("crash", f"{type(error).__name__}: {str(error).splitlines()[:1]}")
     difference = _compare(got, case)

@@ -4,9 +4,9 @@ ONNX's Attention body scales Q and K by sqrt(scale) each before their product (t
 scores in range in low precision); written by hand, the scale multiplies the scores. Moved
 behind the matmul, the multiplication joins the matmul's epilogue, and no kernel pass over Q
 and no scaled copy of K is left, so the opened-up op is as fast as the hand-written graph.
-Two scales meeting behind the matmul are folded into one constant. Only scalar constants
-(one value, any shape that does not broadcast the operand) move, and only from a
-multiplication nothing else reads.
+Two scales meeting behind the matmul are folded into one constant when their product stays
+in range. Only scalar constants (one value, any shape that does not broadcast the operand)
+move, only from a multiplication nothing else reads, and only in f32, f64 and integers.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType, TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
@@ -30,6 +30,13 @@ def _scalar(value: SSAValue) -> NDArray[Any] | None:
         return None
     flat = array.reshape(-1)
     return np.asarray(flat[0]) if np.all(flat == flat[0]) else None
+
+
+def _wide_enough(value: SSAValue) -> bool:
+    """f32, f64 or integers: a product computed before its scale stays in range (in f16 or
+    bf16 it may not: why ONNX's Attention scales Q and K first, and why those stay)."""
+    element = graph.tensor_type_of(value).get_element_type()
+    return isinstance(element, Float32Type | Float64Type | IntegerType)
 
 
 def _in_kernel(op: Operation) -> bool:
@@ -57,7 +64,7 @@ class HoistScalarScales(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.MatmulOp, rewriter: PatternRewriter) -> None:
-        if _in_kernel(op):
+        if _in_kernel(op) or not _wide_enough(op.result):
             return
         result_type = graph.tensor_type_of(op.result)
         for index in (0, 1):
@@ -81,7 +88,7 @@ class FoldScalarScales(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.MulOp, rewriter: PatternRewriter) -> None:
-        if _in_kernel(op):
+        if _in_kernel(op) or not _wide_enough(op.result):
             return
         for inner, outer in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
             second = _scalar(outer)
@@ -96,9 +103,26 @@ class FoldScalarScales(RewritePattern):
             if x.type != op.result.type:
                 continue
             element = graph.tensor_type_of(op.result).get_element_type()
-            combined = (first * second).astype(first.dtype)
+            combined = _product(first, second)
+            if combined is None:
+                continue
             constant = make_constant(combined, TensorType(element, []))
             mul = graph.MulOp(x, constant.result)
             mul.result.name_hint = op.result.name_hint
             rewriter.replace(op, [constant, mul], [mul.result])
             return
+
+
+def _product(first: NDArray[Any], second: NDArray[Any]) -> NDArray[Any] | None:
+    """c1 * c2 in their type, or None when it leaves the type's normal range (an underflow
+    to 0 or subnormal, or an overflow, would change x * c1 * c2, which rounds twice but
+    stays in range for the x it is used on)."""
+    exact = np.float64(first) * np.float64(second)
+    combined = np.asarray(exact).astype(first.dtype)
+    if np.issubdtype(first.dtype, np.integer):
+        return combined if int(combined) == int(exact) else None
+    info = np.finfo(first.dtype)
+    magnitude = abs(float(combined))
+    if not np.isfinite(combined) or (exact != 0 and magnitude < float(info.tiny)):
+        return None
+    return combined

@@ -59,6 +59,9 @@ def test_cli_constant_option(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert main(["run", str(path), "--constant", spec, "--random-inputs", "--check"]) == 0
     for bad, reason in [
         ("axes=0,x", "values must be numbers"),
+        ("axes=3.5,1", "not every value is one"),
+        ("axes=nan,1", "not every value is one"),
+        ("axes=99999999999999999999,1", "not a int64 array"),
         ("axes", "expected NAME=V0,V1,..."),
         ("nothere=1,2", "'nothere', which is not a model input"),
     ]:

@@ -122,3 +122,57 @@ def test_scan_is_unrolled_over_its_static_sequence() -> None:
         {"final": (F, [3]), "ys": (F, [5, 3])},
     )
     _compiled_matches(built, {"init": init, "x": x})
+
+
+def test_malformed_control_flow_is_one_line() -> None:
+    """A missing branch, a body with too few outputs, an empty condition: one line naming
+    the node, never a traceback."""
+    x = _rand(3, 4)
+    then, _ = _branches()
+    no_else = model(
+        [node("If", ["cond"], ["y"], then_branch=then)],
+        {"x": x},
+        {"y": (F, [3, 4])},
+        {"cond": np.array(False), "two": np.array(2.0, np.float32)},
+        check=False,
+    )
+    empty_condition = model(
+        [node("If", ["cond"], ["y"], then_branch=then, else_branch=then)],
+        {"x": x},
+        {"y": (F, [3, 4])},
+        {"cond": np.zeros((0,), np.bool_), "two": np.array(2.0, np.float32)},
+        check=False,
+    )
+    short = helper.make_graph(
+        [node("Identity", ["keep"], ["keep_out"])],
+        "body",
+        [value("i", I64, []), value("keep", B, []), value("acc", F, [3, 4])],
+        [value("keep_out", B, [])],
+    )
+    short_loop = model(
+        [node("Loop", ["trip", "", "x"], ["y"], body=short)],
+        {"x": x},
+        {"y": (F, [3, 4])},
+        {"trip": np.array(2, np.int64)},
+        check=False,
+    )
+    for built, reason in [
+        (no_else, "malformed node"),
+        (empty_condition, "malformed node"),
+        (short_loop, "Loop body takes 3 inputs and gives 1 outputs"),
+    ]:
+        with pytest.raises(ImportFailure) as info:
+            from_onnx(built)
+        assert reason in str(info.value) and "\n" not in str(info.value), str(info.value)
+        assert str(info.value).startswith("node ")
+
+
+def test_old_hardmax_flattens_at_its_axis() -> None:
+    """Hardmax before opset 13 works on the input flattened at `axis`; the converter keeps
+    the attribute, so the importer writes the flattening out first."""
+    x = _rand(2, 3, 4)
+    for axis in (0, 1, 2):
+        built = model(
+            [node("Hardmax", ["x"], ["y"], axis=axis)], {"x": x}, {"y": (F, [2, 3, 4])}, opset=11
+        )
+        _compiled_matches(built, {"x": x})

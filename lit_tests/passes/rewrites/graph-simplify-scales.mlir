@@ -36,3 +36,22 @@ func.func @kept(%q: tensor<4x8xf32>, %k: tensor<8x4xf32>, %r: tensor<8xf32>) -> 
   %4 = graph.matmul %3, %k : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
   func.return %2, %0, %4 : tensor<4x4xf32>, tensor<4x8xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// In f16 a product computed before its scale may overflow (40 * 40 * 64 > 65504), so f16
+// scales stay; f32 scales whose product would underflow are not folded.
+// CHECK-LABEL: func.func @kept_in_range
+// CHECK: %[[A:.*]] = graph.mul %q, %h
+// CHECK: graph.matmul %[[A]], %k
+// CHECK: %[[X:.*]] = graph.mul %x, %t
+// CHECK: graph.mul %[[X]], %t
+func.func @kept_in_range(%q: tensor<4x64xf16>, %k: tensor<64x4xf16>, %x: tensor<4xf32>) -> (tensor<4x4xf16>, tensor<4xf32>) {
+  %h = graph.constant dense<0.125> : tensor<f16>
+  %t = graph.constant dense<1.0e-30> : tensor<f32>
+  %0 = graph.mul %q, %h : (tensor<4x64xf16>, tensor<f16>) -> tensor<4x64xf16>
+  %1 = graph.matmul %0, %k : (tensor<4x64xf16>, tensor<64x4xf16>) -> tensor<4x4xf16>
+  %2 = graph.mul %x, %t : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %3 = graph.mul %2, %t : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  func.return %1, %3 : tensor<4x4xf16>, tensor<4xf32>
+}
