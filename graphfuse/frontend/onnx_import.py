@@ -20,7 +20,7 @@ from typing import Any, Protocol, cast
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from graphfuse.dialects.graph.elements import numpy_dtype
@@ -132,7 +132,7 @@ class _Importer:
             Region(self.block),
         )
         module = ModuleOp([function])
-        self._verify(module)
+        _verify(module, self.builder.origin)
         return module
 
     def unsupported_listing(self) -> str:
@@ -340,27 +340,28 @@ class _Importer:
             results.append(result)
         return results
 
-    def _verify(self, module: ModuleOp) -> None:
-        """Ops were verified as they were made; this checks the function around them and,
-        on failure, names the innermost op that fails (children before parents)."""
-        try:
-            module.verify()
-            return
-        except VerifyException:
-            pass
-        for op in module.walk(region_first=True):
-            try:
-                op.verify()
-            except VerifyException as error:
-                node = self.builder.origin.get(op)
-                where = f"node {node}" if node is not None else "the imported function"
-                raise ImportFailure(f"{where} ({op.name}): {error}") from None
-
 
 _MALFORMED = (KeyError, IndexError, AssertionError, ValueError, TypeError, AttributeError)
 """What a converter or control flow raises on a node missing an input, attribute or body:
 one line naming the node (a valid model never gets here; the conformance runner counts it
 as a crash)."""
+
+
+def _verify(module: ModuleOp, origin: Mapping[Operation, str]) -> None:
+    """Ops were verified as they were made; this checks the function around them and,
+    on failure, names the innermost op that fails (children before parents)."""
+    try:
+        module.verify()
+        return
+    except VerifyException:
+        pass
+    for op in module.walk(region_first=True):
+        try:
+            op.verify()
+        except VerifyException as error:
+            node = origin.get(op)
+            where = f"node {node}" if node is not None else "the imported function"
+            raise ImportFailure(f"{where} ({op.name}): {error}") from None
 
 
 def _malformed(label: str, op_type: str, error: BaseException) -> str:
