@@ -115,6 +115,7 @@ class _Importer:
         self.block = Block()
         self.builder = Builder(self.block)
         self.expansions = 0
+        self.local_functions = {(f.domain, f.name): f for f in model.functions}
         self.opset_override: dict[str, int] | None = None
 
     def run(self, name: str) -> ModuleOp:
@@ -218,13 +219,8 @@ class _Importer:
             return
         if self._fold(node, inputs, label):
             return
-        if converter is None and node.domain in (*STANDARD_DOMAINS, *FUNCTION_DOMAINS):
-            domain = "" if node.domain in STANDARD_DOMAINS else node.domain
-            opset = self._opsets().get(domain, MIN_OPSET if not domain else 1)
-            body = function_body(node, inputs, label, opset)
-            if body is not None:
-                expand_function(self, node, *body, label)
-                return
+        if converter is None and self._expanded(node, inputs, label):
+            return
         if converter is None:
             self._unsupported(node, label)
             self.poisoned.update(node.output)
@@ -253,6 +249,23 @@ class _Importer:
         except _MALFORMED as error:
             raise ImportFailure(_malformed(label, node.op_type, error)) from None
         self._record(node.output, outputs)
+        return True
+
+    def _expanded(self, node: Any, inputs: list[Value | None], label: str) -> bool:
+        """Replace `node` by the function that defines it: one of the model's own
+        (`model.functions`, as exporters write modules) or one ONNX's schema gives."""
+        local = self.local_functions.get((node.domain, node.op_type))
+        if local is not None:
+            expand_function(self, node, local, {}, label)
+            return True
+        if node.domain not in (*STANDARD_DOMAINS, *FUNCTION_DOMAINS):
+            return False
+        domain = "" if node.domain in STANDARD_DOMAINS else node.domain
+        opset = self._opsets().get(domain, MIN_OPSET if not domain else 1)
+        body = function_body(node, inputs, label, opset)
+        if body is None:
+            return False
+        expand_function(self, node, *body, label)
         return True
 
     def fresh_prefix(self, label: str) -> str:

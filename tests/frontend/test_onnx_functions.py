@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import AttributeProto, TensorProto, helper
 
 import graphfuse
 from graphfuse.frontend.onnx_import import from_onnx
@@ -131,3 +131,34 @@ def test_rotary_embedding() -> None:
         opset=23,
     )
     _compiled_against_onnxruntime(built, {"x": x})
+
+
+def test_model_local_functions_are_expanded() -> None:
+    """A function the model defines itself (as exporters write modules), with an attribute
+    parameter and its default, called twice: both calls are inlined apart."""
+    constant = node("Constant", [], ["a"])
+    reference = helper.make_attribute_ref("value_float", AttributeProto.FLOAT)
+    reference.ref_attr_name = "alpha"
+    constant.attribute.append(reference)
+    scaled = helper.make_function(
+        "local",
+        "ScaledTanh",
+        ["x"],
+        ["y"],
+        [constant, node("Tanh", ["x"], ["t"]), node("Mul", ["t", "a"], ["y"])],
+        [helper.make_opsetid("", 18)],
+        attributes=[],
+        attribute_protos=[helper.make_attribute("alpha", 2.0)],
+    )
+    x = _rand(3, 5)
+    nodes = [
+        node("ScaledTanh", ["x"], ["h"], domain="local", alpha=0.5),
+        node("ScaledTanh", ["h"], ["y"], domain="local"),  # alpha's default, 2.0
+    ]
+    built = model(nodes, {"x": x}, {"y": (F, [3, 5])}, check=False)
+    built.opset_import.append(helper.make_opsetid("local", 1))
+    built.functions.append(scaled)
+    assert _compiled_against_onnxruntime(built, {"x": x}) == 1
+    expected = 2.0 * np.tanh(0.5 * np.tanh(x))
+    got = graphfuse.compile(from_onnx(built))(x)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
