@@ -214,7 +214,7 @@ class _Importer:
                 self._unsupported(node, label)
             self.poisoned.update(node.output)
             return
-        inputs = self._inputs_of(node, label)
+        inputs = _inputs_of(self.values, node, label)
         if self._control_flow(node, inputs, label):
             return
         if self._fold(node, inputs, label):
@@ -284,17 +284,6 @@ class _Importer:
         domain = node.domain if node.domain not in STANDARD_DOMAINS else ""
         op = f"{domain}.{node.op_type}" if domain else node.op_type
         self.unsupported.setdefault(op, []).append(label)
-
-    def _inputs_of(self, node: Any, label: str) -> list[Value | None]:
-        inputs: list[Value | None] = []
-        for input_name in node.input:
-            if not input_name:
-                inputs.append(None)
-            elif input_name in self.values:
-                inputs.append(self.values[input_name])
-            else:
-                raise ImportFailure(f"node {label}: input '{input_name}' is never defined")
-        return inputs
 
     def _fold(self, node: Any, inputs: list[Value | None], label: str) -> bool:
         """Evaluate a node whose inputs are all known; Shape/Size of any static tensor."""
@@ -375,6 +364,19 @@ def _verify(module: ModuleOp, origin: Mapping[Operation, str]) -> None:
             node = origin.get(op)
             where = f"node {node}" if node is not None else "the imported function"
             raise ImportFailure(f"{where} ({op.name}): {error}") from None
+
+
+def _inputs_of(values: Mapping[str, Value], node: Any, label: str) -> list[Value | None]:
+    """A node's inputs (None where it leaves an optional one out)."""
+    inputs: list[Value | None] = []
+    for input_name in node.input:
+        if not input_name:
+            inputs.append(None)
+        elif input_name in values:
+            inputs.append(values[input_name])
+        else:
+            raise ImportFailure(f"node {label}: input '{input_name}' is never defined")
+    return inputs
 
 
 def _malformed(label: str, op_type: str, error: BaseException) -> str:
