@@ -99,10 +99,6 @@ class Outcome:
     seconds: float
 
 
-def _is_tensor(value: Any) -> bool:
-    return isinstance(value, np.ndarray)
-
-
 def _as_tensor(value: Any) -> np.ndarray | None:
     """A case's datum as an array: a NumPy scalar is a 0-d tensor, a TensorProto its
     contents; sequences, maps and optionals are not tensors (None)."""
@@ -138,14 +134,11 @@ def all_cases(extended: bool = False) -> dict[str, Case]:
         if not case.data_sets:
             continue
         inputs, outputs = case.data_sets[0]
-        if not all(_is_tensor(v) for v in [*inputs, *outputs]):
-            if not extended:
-                continue
-            converted = [_as_tensor(v) for v in [*inputs, *outputs]]
-            if any(v is None for v in converted):
-                continue
-            arrays = [v for v in converted if v is not None]
-            inputs, outputs = arrays[: len(inputs)], arrays[len(inputs) :]
+        data = [*inputs, *outputs]
+        arrays = [_as_tensor(v) for v in data] if extended else data
+        if not all(isinstance(v, np.ndarray) for v in arrays):
+            continue
+        inputs, outputs = arrays[: len(inputs)], arrays[len(inputs) :]
         base = case.name.removesuffix("_expanded")
         nodes = case.model.graph.node
         op_type = op_of.get(base) or (nodes[-1].op_type if nodes else "?")
@@ -207,10 +200,17 @@ def _compare(got: Sequence[np.ndarray], case: Case) -> str | None:
     return None
 
 
+_MUST_BE_CONSTANT = re.compile(r"graph inputs? ((?:'[^']*'(?:, )?)+), which must be constant")
+"""The importer's refusal that names the graph inputs to bind (Builder.must_be_constant)."""
+
+
 def _constant_inputs(model: Any, message: str) -> list[str]:
-    """The graph inputs a refusal asks to bind as constants (named in the message)."""
-    names = [i.name for i in model.graph.input]
-    return [n for n in names if f"'{n}'" in message and "constant" in message]
+    """The graph inputs a refusal asks to bind as constants: only those it names as such."""
+    found = _MUST_BE_CONSTANT.search(message)
+    if found is None:
+        return []
+    named = re.findall(r"'([^']*)'", found.group(1))
+    return [i.name for i in model.graph.input if i.name in named]
 
 
 def run_case(case: Case, mode: str) -> Outcome:

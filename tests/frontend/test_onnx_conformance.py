@@ -79,3 +79,14 @@ def test_refusals_and_exclusions_are_reported_with_reasons() -> None:
     assert "2  node N (...): X is not supported" in text and "a reason" in text
     assert suite.exclusion("test_nonzero_example") is not None
     assert suite.exclusion("test_relu") is None
+
+
+def test_only_inputs_a_refusal_names_as_constants_are_bound() -> None:
+    model = suite.all_cases()["test_reduce_sum_keepdims_example"].model
+    names = [i.name for i in model.graph.input]
+    bind = suite._constant_inputs  # pyright: ignore[reportPrivateUsage]
+    axes = names[1]
+    message = f"node r: axes comes from graph input '{axes}', which must be constant: bind it"
+    assert bind(model, message) == [axes]
+    assert bind(model, f"node r: '{axes}' is not a constant we like") == []
+    assert bind(model, f"node r: element type of '{names[0]}' is not supported") == []
