@@ -29,6 +29,7 @@ from graphfuse.profiling.report import (
     op_lines,
     op_rows,
     percent,
+    threads_text,
 )
 from graphfuse.profiling.trace import trace_events, write_trace
 
@@ -130,7 +131,7 @@ def profile(
     lines = [
         f"{request.title} @{request.entry}: {len(builds.sites)} kernel calls per run "
         f"({len(rows)} kernel functions), {result.runs} timed runs after {result.warmup} "
-        f"warm-up, {_threads(options.threads)}",
+        f"warm-up, {threads_text(options.threads)}",
         machine_line(found, measured_now),
         *kernel_lines(rows, found, whole),
         *_footer(result, sum(counters.totals_ns)),
@@ -166,7 +167,3 @@ def _footer(result: Measurement, kernels_ns: int) -> list[str]:
     if not result.same_results:
         lines.append("warning: the instrumented build's results differ from the normal build's")
     return lines
-
-
-def _threads(count: int) -> str:
-    return f"{count} thread" if count == 1 else f"{count} threads"

@@ -134,7 +134,11 @@ def op_lines(rows: Sequence[OpRow], whole_ns: int, runs: int, what: str) -> list
 def machine_line(machine: Machine, measured_now: bool) -> str:
     when = "measured now" if measured_now else f"measured {machine.measured}, cached"
     return (
-        f"machine: {machine.cpu} ({machine.threads} threads): memory bandwidth "
+        f"machine: {machine.cpu}, {threads_text(machine.threads)}: memory bandwidth "
         f"{si(machine.bandwidth, 'B/s')} ({machine.bandwidth_method}), peak "
         f"{si(machine.peak_flops, 'FLOP/s')} f32 ({machine.peak_method}); {when}"
     )
+
+
+def threads_text(count: int) -> str:
+    return f"{count} thread" if count == 1 else f"{count} threads"
