@@ -124,7 +124,7 @@ def profile(
     report's lines; writes the trace when the request names one."""
     builds = build(module, request.entry, options)
     found, measured_now = machine(options.threads, request.remeasure)
-    result = measure(builds, inputs, request.runs, request.seconds, request.trace is not None)
+    result = measure(builds, inputs, request.runs, request.seconds)
     counters = result.counters
     whole = counters.run_total_ns
     rows = kernel_rows(builds.sites, counters)
@@ -144,7 +144,7 @@ def profile(
             request.trace, trace_events(counters.events, builds.sites, request.entry, request.title)
         )
         lines.append(
-            f"trace: wrote {request.trace} ({result.trace_runs} runs of {result.runs}: "
+            f"trace: wrote {request.trace} ({result.recorded_runs} runs of {result.runs}: "
             f"{len(counters.events)} events); open it in ui.perfetto.dev or chrome://tracing"
         )
     return lines

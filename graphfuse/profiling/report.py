@@ -14,6 +14,7 @@ layout op by its bytes), and adds the pieces by original op (origins.py).
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -33,6 +34,8 @@ class KernelRow:
     bytes_moved: int = 0
     """In all calls."""
     flops: int = 0
+    durations: list[int] = field(default_factory=list[int])
+    """Of each recorded call, ns."""
 
 
 @dataclass
@@ -53,6 +56,9 @@ def kernel_rows(sites: Sequence[Site], counters: Counters) -> list[KernelRow]:
         row.total_ns += counters.totals_ns[index]
         row.bytes_moved += site.bytes_moved * calls
         row.flops += site.flops * calls
+    for event in counters.events:
+        if event.site >= 0:
+            rows[sites[event.site].kernel].durations.append(event.duration_ns)
     return sorted(rows.values(), key=lambda r: (-r.total_ns, r.name))
 
 
@@ -88,8 +94,9 @@ def percent(part: float, whole: float) -> str:
 
 
 KERNEL_HEADER = (
-    f"{'share':>6} {'total ms':>9} {'mean us':>9} {'calls':>6} {'ops':>4} {'kind':20} "
-    f"{'bytes/call':>10} {'FLOPs/call':>10} {'GB/s':>7} {'GFLOP/s':>8} {'roofline':>8}  kernel"
+    f"{'share':>6} {'total ms':>9} {'mean us':>9} {'median':>9} {'calls':>6} {'ops':>4} "
+    f"{'kind':20} {'bytes/call':>10} {'FLOPs/call':>10} {'GB/s':>7} {'GFLOP/s':>8} "
+    f"{'roofline':>8}  kernel"
 )
 
 
@@ -101,12 +108,17 @@ def kernel_lines(rows: Sequence[KernelRow], machine: Machine, whole_ns: int) -> 
         ideal = machine.attainable_seconds(row.bytes_moved, row.flops)
         lines.append(
             f"{percent(row.total_ns, whole_ns):>6} {seconds * 1e3:9.3f} "
-            f"{seconds * 1e6 / calls:9.2f} {row.calls:6} {row.ops:4} {row.kind:20} "
+            f"{seconds * 1e6 / calls:9.2f} {_median_us(row.durations):>9} {row.calls:6} "
+            f"{row.ops:4} {row.kind:20} "
             f"{si(row.bytes_moved / calls, 'B'):>10} {si(row.flops / calls):>10} "
             f"{_rate(row.bytes_moved, seconds):>7} {_rate(row.flops, seconds):>8} "
             f"{percent(ideal, seconds):>8}  {row.name}"
         )
     return lines
+
+
+def _median_us(durations: list[int]) -> str:
+    return f"{statistics.median(durations) / 1e3:.2f}" if durations else "-"
 
 
 def _rate(amount: float, seconds: float) -> str:

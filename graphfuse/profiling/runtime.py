@@ -63,7 +63,12 @@ class Counters:
 
 @cache
 def source() -> str:
-    return resources.files("graphfuse.profiling").joinpath(_SOURCE).read_text()
+    try:
+        return resources.files("graphfuse.profiling").joinpath(_SOURCE).read_text()
+    except OSError:
+        raise GraphfuseError(
+            f"graphfuse is installed without graphfuse/profiling/{_SOURCE} (its package data)"
+        ) from None
 
 
 def library_path() -> Path:

@@ -76,7 +76,7 @@ def _fused_count(text: str) -> int:
 
 def test_profile_one_row_per_kernel_function(attention):
     builds, inputs = attention
-    counters = measure(builds, inputs, RUNS, 1.0, False).counters
+    counters = measure(builds, inputs, RUNS, 1.0).counters
     rows = kernel_rows(builds.sites, counters)
     assert len(builds.sites) == _fused_count(ATTENTION) == 5
     assert sorted(r.name for r in rows) == sorted({s.kernel for s in builds.sites})
@@ -88,7 +88,7 @@ def test_profile_one_row_per_kernel_function(attention):
 
 def test_profile_kernel_times_add_up_to_the_run(attention):
     builds, inputs = attention
-    counters = measure(builds, inputs, 200, 1.0, False).counters
+    counters = measure(builds, inputs, 200, 1.0).counters
     assert counters.runs == 200
     kernels = sum(counters.totals_ns)
     assert 0.9 * counters.run_total_ns <= kernels <= counters.run_total_ns
