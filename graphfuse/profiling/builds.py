@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import BlockArgument, SSAValue
 
 from graphfuse import pipelines
 from graphfuse.compiler import CompileOptions, caller_signature, check_options, fuse
@@ -44,7 +45,7 @@ class OpCost:
     op: str
     flops: int
     bytes_moved: int
-    """Its operands' and results' bytes, as if it ran alone."""
+    """What it reads from and writes to memory (not values kept inside the kernel)."""
 
 
 @dataclass(frozen=True)
@@ -118,11 +119,25 @@ def _fused_kernels(function: func.FuncOp) -> list[Site]:
 
 
 def _op_costs(fused: graph.FusedOp) -> list[OpCost]:
+    """Each op's FLOPs and the bytes it moves to or from memory: operands that are kernel
+    inputs (or constants cloned into it), results the kernel yields. Values made and used
+    inside the kernel cost no bytes (kernel_stats), so an elementwise epilogue weighs its
+    FLOPs, not a round trip through memory it never makes."""
+    block = fused.body.block
+    terminator = block.last_op
+    assert terminator is not None
+    yielded = set(terminator.operands)
+
+    def from_memory(value: SSAValue) -> bool:
+        return isinstance(value, BlockArgument) or isinstance(value.owner, graph.ConstantOp)
+
     costs: list[OpCost] = []
-    for op in fused.body.block.ops:
+    for op in block.ops:
         if isinstance(op, graph.YieldOp | graph.ConstantOp):
             continue
-        moved = sum(value_bytes(v) for v in (*dict.fromkeys(op.operands), *op.results))
+        read = [v for v in dict.fromkeys(op.operands) if from_memory(v)]
+        written = [r for r in op.results if r in yielded]
+        moved = sum(value_bytes(v) for v in (*read, *written))
         token = next((t for r in op.results if (t := token_of(r.name_hint))), None)
         costs.append(OpCost(token, op.name.removeprefix("graph."), op_flops(op), moved))
     return costs

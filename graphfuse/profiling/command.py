@@ -158,8 +158,8 @@ def _footer(result: Measurement, kernels_ns: int) -> list[str]:
     overhead = (instrumented - normal) / normal if normal > 0 else 0.0
     lines = [
         f"coverage: kernels {kernels_ns / runs / 1e3:.2f} us of {whole / runs / 1e3:.2f} us per "
-        f"run inside the instrumented entry ({percent(kernels_ns, whole)}; the rest is the "
-        "entry's own code between calls, result copies and the timers)",
+        f"run (mean) inside the instrumented entry: {percent(kernels_ns, whole)} (the rest is "
+        "the entry's own code between calls, result copies and the timers)",
         f"overhead: whole run timed from Python, median of {result.runs} each, alternating: "
         f"instrumented {instrumented * 1e6:.2f} us, uninstrumented {normal * 1e6:.2f} us "
         f"({100 * overhead:+.1f}%)",

@@ -8,8 +8,9 @@ kernel reached: the time the roofline allows, max(bytes / bandwidth, FLOPs / pea
 over the time measured.
 
 `--by-op` splits each call site's time among the kernel's ops in proportion to their
-roofline cost alone, max(FLOPs / peak, bytes / bandwidth) (a matmul by its FLOPs, a
-layout op by its bytes), and adds the pieces by original op (origins.py).
+roofline cost alone, max(FLOPs / peak, bytes / bandwidth), bytes being what the op reads
+from or writes to memory (a matmul weighs its FLOPs, a layout op its bytes, an epilogue
+its FLOPs), and adds the pieces by original op (origins.py).
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def _rate(amount: float, seconds: float) -> str:
 def op_lines(rows: Sequence[OpRow], whole_ns: int, runs: int, what: str) -> list[str]:
     lines = [
         "by op: each kernel call's time split among its ops in proportion to their roofline "
-        f"cost, max(FLOPs / peak, bytes / bandwidth); rows are {what}",
+        f"cost, max(FLOPs / peak, memory bytes / bandwidth); rows are {what}",
         f"{'share':>6} {'total ms':>9} {'us/run':>9} {'type':16} {'op':40} kernels",
     ]
     for row in rows:

@@ -204,7 +204,7 @@ def test_profile_by_op_names_the_onnx_nodes(tmp_path, capsys):
     assert labels == set(names)
     assert "(unattributed)" not in out
     shares = sum(float(line.split()[0].rstrip("%")) for line in rows)
-    coverage = float(out.split("coverage: ")[1].split("(")[1].split("%")[0])
+    coverage = float(out.split("inside the instrumented entry: ")[1].split("%")[0])
     assert shares == pytest.approx(coverage, abs=0.5)
 
 
