@@ -156,13 +156,15 @@ def _footer(result: Measurement, kernels_ns: int) -> list[str]:
     whole = counters.run_total_ns
     instrumented, normal = result.instrumented_median, result.normal_median
     overhead = (instrumented - normal) / normal if normal > 0 else 0.0
+    timers = result.timer_pair_ns * 1e-9 * len(counters.totals_ns)
     lines = [
         f"coverage: kernels {kernels_ns / runs / 1e3:.2f} us of {whole / runs / 1e3:.2f} us per "
         f"run (mean) inside the instrumented entry: {percent(kernels_ns, whole)} (the rest is "
         "the entry's own code between calls, result copies and the timers)",
         f"overhead: whole run timed from Python, median of {result.runs} each, alternating: "
         f"instrumented {instrumented * 1e6:.2f} us, uninstrumented {normal * 1e6:.2f} us "
-        f"({100 * overhead:+.1f}%)",
+        f"({100 * overhead:+.1f}%); the timers cost {result.timer_pair_ns:.0f} ns a kernel "
+        f"call here, {timers * 1e6:.2f} us a run ({percent(timers, normal)})",
     ]
     if not result.same_results:
         lines.append("warning: the instrumented build's results differ from the normal build's")

@@ -42,6 +42,8 @@ class Measurement:
     same_results: bool
     recorded_runs: int
     """Runs whose every call was recorded as an event (medians, trace)."""
+    timer_pair_ns: float
+    """What the timers around one kernel call cost."""
 
 
 def plan_runs(per_run: float, runs: int | None, seconds: float) -> int:
@@ -55,6 +57,7 @@ def plan_runs(per_run: float, runs: int | None, seconds: float) -> int:
 
 def measure(builds: Builds, inputs: Sequence[Any], runs: int | None, seconds: float) -> Measurement:
     sites = len(builds.sites)
+    pair_ns = runtime.timer_pair_ns()
     runtime.setup(sites, 0)
     normal, instrumented = builds.normal, builds.instrumented
     same = _same(normal(*inputs), instrumented(*inputs))
@@ -70,8 +73,11 @@ def measure(builds: Builds, inputs: Sequence[Any], runs: int | None, seconds: fl
     instrumented_times: list[float] = []
     for index in range(rounds):
         count = total // rounds + (1 if index < total % rounds else 0)
+        if index % 2:  # each build goes first in every other round: no order bias
+            instrumented_times += _timed_calls(lambda: instrumented(*inputs), count)
         normal_times += _timed_calls(lambda: normal(*inputs), count)
-        instrumented_times += _timed_calls(lambda: instrumented(*inputs), count)
+        if not index % 2:
+            instrumented_times += _timed_calls(lambda: instrumented(*inputs), count)
     return Measurement(
         counters=runtime.read(sites),
         runs=total,
@@ -80,6 +86,7 @@ def measure(builds: Builds, inputs: Sequence[Any], runs: int | None, seconds: fl
         normal_median=statistics.median(normal_times),
         same_results=same,
         recorded_runs=recorded,
+        timer_pair_ns=pair_ns,
     )
 
 

@@ -98,6 +98,19 @@ GF_EXPORT void graphfuse_profile_run_end(void) {
   run_index += 1;
 }
 
+/* Nanoseconds one enter/exit pair costs on this machine (`pairs` of them on site 0, which
+ * the caller sets up again afterwards); -1 before setup. */
+GF_EXPORT double graphfuse_profile_pair_ns(int64_t pairs) {
+  if (!sites || pairs < 1)
+    return -1;
+  int64_t begin = now_ns();
+  for (int64_t i = 0; i < pairs; i++) {
+    graphfuse_profile_enter(0);
+    graphfuse_profile_exit(0);
+  }
+  return (double)(now_ns() - begin) / (double)pairs;
+}
+
 /* Per-site totals and counts into the caller's arrays (`sites` each); `summary` gets the
  * whole runs' total time and count, the events recorded and those dropped. */
 GF_EXPORT void graphfuse_profile_read(int64_t *totals_out, int64_t *counts_out,

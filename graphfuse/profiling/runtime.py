@@ -98,7 +98,16 @@ def runtime() -> ctypes.CDLL:
     library.graphfuse_profile_fma_rate.argtypes = [ctypes.c_int32, ctypes.c_int64]
     library.graphfuse_profile_fma_rate.restype = ctypes.c_double
     library.graphfuse_profile_fma_lanes.restype = ctypes.c_int32
+    library.graphfuse_profile_pair_ns.argtypes = [ctypes.c_int64]
+    library.graphfuse_profile_pair_ns.restype = ctypes.c_double
     return library
+
+
+def timer_pair_ns(pairs: int = 100_000) -> float:
+    """What the timers around one kernel call cost, in ns (best of 3); leaves the counters
+    dirty: call `setup` afterwards."""
+    setup(1, 0)
+    return min(float(runtime().graphfuse_profile_pair_ns(pairs)) for _ in range(3))
 
 
 def setup(sites: int, event_capacity: int) -> None:

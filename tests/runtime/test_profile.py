@@ -5,6 +5,7 @@ except where its measurement and cache are tested."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -142,6 +143,7 @@ def test_profile_command_prints_the_table(attention_file, capsys):
     assert len(table) == 4
     assert any(line.endswith("fused_matmul_add") and "    10 " in line for line in table)
     assert "overhead: whole run timed from Python" in out
+    assert re.search(r"the timers cost \d+ ns a kernel call here, [\d.]+ us a run", out)
 
 
 def test_profile_trace_has_one_event_per_kernel_call(attention_file, tmp_path, capsys):
@@ -250,6 +252,7 @@ def test_machine_measurements_are_plausible():
     assert 1e8 < machine_module.copy_bandwidth(1) < 1e13
     assert runtime.fma_lanes() in (4, 8, 16)
     assert 1e8 < runtime.fma_rate(1, 100_000) < 1e13
+    assert 0 < runtime.timer_pair_ns(10_000) < 10_000
 
 
 @pytest.mark.parametrize(
