@@ -26,6 +26,7 @@ typedef struct {
 } gf_event;
 
 static int32_t sites;
+static int ready; /* set up: runs are counted (a function may call no kernel) */
 static int64_t *totals, *counts, *opened;
 static gf_event *events;
 static int64_t capacity, recorded, dropped;
@@ -57,6 +58,7 @@ GF_EXPORT int32_t graphfuse_profile_setup(int32_t n, int64_t event_capacity) {
   free(opened);
   free(events);
   sites = 0;
+  ready = 0;
   capacity = 0;
   totals = calloc(n > 0 ? n : 1, sizeof(int64_t));
   counts = calloc(n > 0 ? n : 1, sizeof(int64_t));
@@ -65,6 +67,7 @@ GF_EXPORT int32_t graphfuse_profile_setup(int32_t n, int64_t event_capacity) {
   if (!totals || !counts || !opened || (event_capacity > 0 && !events))
     return -1;
   sites = n;
+  ready = 1;
   capacity = event_capacity;
   recorded = dropped = run_total = run_count = 0;
   run_index = 0;
@@ -90,7 +93,7 @@ GF_EXPORT void graphfuse_profile_run_begin(void) { run_opened = now_ns(); }
 
 GF_EXPORT void graphfuse_profile_run_end(void) {
   int64_t end = now_ns();
-  if (!sites)
+  if (!ready)
     return;
   run_total += end - run_opened;
   run_count += 1;
