@@ -259,6 +259,7 @@ def test_machine_measurements_are_plausible():
     ("argv", "message"),
     [
         (["profile", "missing.mlir"], "missing.mlir"),
+        (["profile", "missing.onnx", "--by-op"], "missing.onnx: no such file"),
         (["profile", "{attention}", "--target", "nvptx"], "--target nvptx is not supported"),
         (["run", "{attention}", "--profile", "--target", "cuda"], "--target cuda is not supported"),
         (["run", "{attention}", "--profile", "--reference"], "cannot go with --reference"),
@@ -297,3 +298,12 @@ def test_profile_sites_carry_the_cost_model(attention):
     assert projection.kind == "out_elemwise_fusable" and projection.ops == ("matmul", "add")
     assert projection.bytes_moved == 4 * (32 * 64 + 64 * 64 + 64 + 32 * 64)
     assert [c.op for c in projection.op_costs] == ["matmul", "add"]
+
+
+def test_profile_function_without_kernels(tmp_path, capsys):
+    path = tmp_path / "identity.mlir"
+    path.write_text(
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %x : tensor<4xf32>\n}\n"
+    )
+    assert main(["profile", str(path), "--runs", "3", "--threads", "1"]) == 0
+    assert "0 kernel calls per run (0 kernel functions), 3 timed runs" in capsys.readouterr().out
