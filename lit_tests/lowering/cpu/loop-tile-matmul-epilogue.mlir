@@ -4,13 +4,13 @@
 
 // relu(A @ B + bias) + R, 24x96 @ 96x48: every panel is full (48 = 3 x 16) and the columns
 // are the output's last dimension, so each tile row runs the epilogue on 8 columns at a
-// time: the sums as one vector load from the tile, the bias (per column) and the residual
-// as vector loads, relu as a vector maximumf, one vector store. A compare of lane values
-// keeps the scalar epilogue (xDSL's compares give i1 only).
+// time: the sums straight from the tile loop's accumulators, the bias (per column) and the
+// residual as vector loads, relu as a vector maximumf, one vector store. A compare of lane
+// values keeps the scalar epilogue (xDSL's compares give i1 only).
 // CHECK-LABEL: loop.kernel @fused_matmul_add_relu_add {
-// CHECK:       %[[TILE:.*]] = memref.alloca() : memref<6x16xf32>
-// CHECK:       %[[SUMS:.*]] = vector.load %[[TILE]][%{{.*}}, %{{.*}}] : memref<6x16xf32>, vector<8xf32>
-// CHECK-NEXT:  %[[BIAS:.*]] = vector.load %{{.*}}[%{{.*}}] : memref<48xf32>, vector<8xf32>
+// CHECK:       %[[SUMS:[0-9]+]], %{{.*}} = scf.for
+// CHECK:       vector.fma
+// CHECK:       %[[BIAS:.*]] = vector.load %{{.*}}[%{{.*}}] : memref<48xf32>, vector<8xf32>
 // CHECK-NEXT:  %[[S:.*]] = arith.addf %[[SUMS]], %[[BIAS]] : vector<8xf32>
 // CHECK-NEXT:  %[[ZERO:.*]] = vector.broadcast %{{.*}} : f32 to vector<8xf32>
 // CHECK-NEXT:  %[[RELU:.*]] = arith.maximumf %[[S]], %[[ZERO]] fastmath<nsz> : vector<8xf32>

@@ -4,10 +4,11 @@
 // REQUIRES: mlir-opt
 
 // relu(A @ B + bias), 24x96 @ 96x40 (convert-graph-to-loop's form of it): the kernel gains
-// a scratch buffer for the packed B, Bp[1][3][96][16] (three 16-column panels, the last
-// padded), which the caller passes and counts. A, read at [m, k], is read in place.
+// a scratch buffer for the packed B, Bp[3][1][96][16] (three tasks, one per 16-column
+// panel, the last padded; each task packs its panel into its own slot), which the caller
+// passes and counts. A, read at [m, k], is read in place.
 // CHECK-LABEL: loop.kernel @fused_matmul_add_relu {
-// CHECK-NEXT:  ^bb0(%[[A:.*]]: memref<24x96xf32>, %{{.*}}: memref<96x40xf32>, %{{.*}}: memref<40xf32>, %{{.*}}: memref<24x40xf32>, %[[BP:.*]]: memref<1x3x96x16xf32>):
+// CHECK-NEXT:  ^bb0(%[[A:.*]]: memref<24x96xf32>, %{{.*}}: memref<96x40xf32>, %{{.*}}: memref<40xf32>, %{{.*}}: memref<24x40xf32>, %[[BP:.*]]: memref<3x1x96x16xf32>):
 // CHECK-NOT:   loop.reduce
 // The 6x16 tile: per k, two vector loads of the panel, six broadcasts of A, twelve FMAs.
 // CHECK:       scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
@@ -18,12 +19,13 @@
 // CHECK-NEXT:    vector.fma
 // CHECK-NEXT:    vector.fma
 // CHECK-COUNT-10: vector.fma
-// The epilogue (bias, relu) per point of the tile, from the stack buffer.
-// CHECK:       arith.addf
-// CHECK-NEXT:  arith.maximumf
-// CHECK-NEXT:  loop.store
+// The epilogue (bias, relu) 8 columns at a time, from the sums' registers; the last
+// panel's 8 columns are one such group.
+// CHECK:       arith.addf {{.*}} : vector<8xf32>
+// CHECK:       arith.maximumf {{.*}} : vector<8xf32>
+// CHECK-NEXT:  vector.store {{.*}} : memref<24x40xf32>, vector<8xf32>
 // CHECK-LABEL: func.func @main(
-// CHECK-SAME:  memref<24x40xf32>, %[[S1:.*]]: memref<1x3x96x16xf32>) attributes {graphfuse.outputs = 1 : i64, graphfuse.scratch = 1 : i64}
+// CHECK-SAME:  memref<24x40xf32>, %[[S1:.*]]: memref<3x1x96x16xf32>) attributes {graphfuse.outputs = 1 : i64, graphfuse.scratch = 1 : i64}
 // CHECK-NEXT:  loop.call @fused_matmul_add_relu(
 
 // With threads, the tiles' tasks are an scf.parallel; with one row block each task packs

@@ -35,6 +35,7 @@ from graphfuse.lowering.cpu.gemm.contractions import (
 )
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder
 from graphfuse.lowering.cpu.gemm.operand_packing import OperandPacker
+from graphfuse.lowering.cpu.gemm.split_reductions import split_reductions
 from graphfuse.lowering.cpu.gemm.tile_kernels import TaskEmitter
 from graphfuse.lowering.cpu.gemm.tile_plan import plan_tiling
 from graphfuse.lowering.cpu.lanes import DEFAULT_LANES
@@ -113,6 +114,7 @@ class LoopTileMatmulPass(ModulePass):
         for kernel in [k for k in op.ops if isinstance(k, loop.KernelOp)]:
             before = len(kernel.body.block.args)
             positions = constants.get(kernel.sym_name.data, set())
+            split_reductions(kernel)
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
                 found = match_contraction(nest)
                 if found is not None:

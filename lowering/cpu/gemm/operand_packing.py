@@ -36,6 +36,7 @@ class OperandPacker:
         self.found = plan.found
         self.packed_a = packed_a
         self.packed_b = packed_b
+        self._first_stored: SSAValue | None = None
 
     def batch(self, em: GemmBuilder, point: SSAValue) -> Mapping:
         """The batch indices of batch point `point`."""
@@ -78,18 +79,34 @@ class OperandPacker:
         mapping = self.batch(em, slot) if self.plan.b_batched else {}
         self.pack_b_panels(em, slot, (first, last_panel), mapping)
 
-    def pack_b_panels(self, em: GemmBuilder, slot: SSAValue, span: Span, batch: Mapping) -> None:
+    def pack_b_panels(
+        self,
+        em: GemmBuilder,
+        slot: SSAValue,
+        span: Span,
+        batch: Mapping,
+        local: bool = False,
+    ) -> None:
         """Bp for the panels span[0]..span[1] of batch slot `slot`, whose batch indices
         `batch` gives (empty for a B shared by every batch point). Full panels as the plan
         says; the rest point by point: zero past column N (evaluated at column N - 1
         there, so every load stays in bounds), the loops running k, panel, lane when B is
         contiguous along its columns (reading rows of B in runs of PACK_PANELS x NR), else
-        panel, lane, k."""
+        panel, lane, k. `local`: the panels go to Bp[slot][p - span[0]] (a task's own
+        slot), not Bp[slot][p]."""
+        self._first_stored = span[0] if local else None
         first: SSAValue | None = span[0]
         if self.plan.b_rows is not None or self.plan.b_transposed is not None:
             first = self._pack_full_panels(em, slot, span, batch)
         if first is not None:
             self._pack_b_points(em, slot, (first, span[1]), dict(batch))
+        self._first_stored = None
+
+    def _stored_panel(self, em: GemmBuilder, panel: SSAValue) -> SSAValue:
+        """Where panel `panel` goes in its slot of Bp (see `pack_b_panels`'s `local`)."""
+        if self._first_stored is None:
+            return panel
+        return em.emit(arith.SubiOp(panel, self._first_stored))
 
     def _pack_full_panels(
         self, em: GemmBuilder, slot: SSAValue, span: Span, mapping: Mapping
@@ -133,7 +150,8 @@ class OperandPacker:
             inside = last.emit(arith.CmpiOp(column, last.index(found.n), "ult"))
             zero = last.constant(0.0, f32)
             value = last.emit(arith.SelectOp(inside, value, zero))
-        last.add(memref.StoreOp.get(value, self.packed_b, [slot, p, k, c]))
+        stored = self._stored_panel(last, p)
+        last.add(memref.StoreOp.get(value, self.packed_b, [slot, stored, k, c]))
         last.end_loops(em)
 
     def _over_reduction(
@@ -188,7 +206,8 @@ class OperandPacker:
         local = part.clone_chain(found.b, at, skip=run.load)
         indices = [local.get(i, i) for i in run.leading_indices]
         value = part.emit(vector.LoadOp(source, [*indices, position], self.plan.vec))
-        part.add(vector.StoreOp(value, self.packed_b, [slot, p, k, lane0]))
+        stored = self._stored_panel(part, p)
+        part.add(vector.StoreOp(value, self.packed_b, [slot, stored, k, lane0]))
         part.end_loops(em)
 
     def _pack_b_transposed(
@@ -216,7 +235,8 @@ class OperandPacker:
             indices = [local.get(i, i) for i in load.indices]
             source = local.get(load.buffer, load.buffer)
             rows.append(block.emit(vector.LoadOp(source, indices, _BLOCK_VEC)))
+        stored = self._stored_panel(block, p)
         for q, column_values in enumerate(transpose8(block.emit, rows)):
             k = block.emit(arith.AddiOp(first_k, block.index(q)))
-            block.add(vector.StoreOp(column_values, self.packed_b, [slot, p, k, lane0]))
+            block.add(vector.StoreOp(column_values, self.packed_b, [slot, stored, k, lane0]))
         block.end_loops(em)

@@ -15,10 +15,14 @@ when; otherwise the scalar epilogue runs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import cast
 
-from xdsl.dialects import arith, math, vector
-from xdsl.dialects.builtin import IndexType, VectorType, i1
+from xdsl.dialects import arith, memref, vector
+from xdsl.dialects import math as math_dialect
+from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, MemRefType, VectorType, i1, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from graphfuse.dialects import loop
@@ -26,7 +30,7 @@ from graphfuse.dialects.loop.emitter import BlockBuilder
 from graphfuse.lowering.cpu.gemm.contractions import Contraction
 from graphfuse.lowering.cpu.gemm.gemm_builder import Mapping
 
-_VECTOR_MATH = (math.AbsFOp, math.SqrtOp)
+_VECTOR_MATH = (math_dialect.AbsFOp, math_dialect.SqrtOp)
 
 
 def _epilogue_ops(found: Contraction) -> list[Operation]:
@@ -37,11 +41,17 @@ def _epilogue_ops(found: Contraction) -> list[Operation]:
     ]
 
 
-def _access_fits(indices: Sequence[SSAValue], lane: SSAValue, varying: set[SSAValue]) -> bool:
-    """A load or store the columns reach: the last index is the innermost column, and
-    no other index varies."""
-    *outer, last = indices
-    return last is lane and not any(i in varying for i in outer)
+def _access_fits(
+    indices: Sequence[SSAValue], shape: Sequence[int], run: RunAccess, varying: set[SSAValue]
+) -> bool:
+    """A load or store the columns reach: its last indices are the run's column indices
+    themselves, over dimensions of the run's extents, and no other index varies."""
+    count = len(run.args)
+    if len(indices) < count or list(indices[len(indices) - count :]) != list(run.args):
+        return False
+    if list(shape[len(shape) - count :]) != list(run.extents):
+        return False
+    return not any(i in varying for i in indices[: len(indices) - count])
 
 
 def _varying_bool(op: Operation, varying: set[SSAValue]) -> bool:
@@ -55,58 +65,107 @@ def _varying_bool(op: Operation, varying: set[SSAValue]) -> bool:
     )
 
 
-def _op_fits(op: Operation, lane: SSAValue, varying: set[SSAValue]) -> bool:
+def _shape(buffer: SSAValue) -> Sequence[int]:
+    typ = buffer.type
+    return cast(MemRefType[Attribute], typ).get_shape() if isinstance(typ, MemRefType) else ()
+
+
+def _op_fits(op: Operation, run: RunAccess, varying: set[SSAValue]) -> bool:
     reached = any(v in varying for v in op.operands)
-    if isinstance(op, loop.LoadOp):
-        return not reached or (
-            _access_fits(op.indices, lane, varying) and not _varying_bool(op, varying)
-        )
-    if isinstance(op, loop.StoreOp):
-        return (
-            op.value in varying
-            and _access_fits(op.indices, lane, varying)
-            and not _varying_bool(op, varying)
+    if isinstance(op, loop.LoadOp | loop.StoreOp):
+        if isinstance(op, loop.StoreOp) and op.value not in varying:
+            return False
+        if not reached and isinstance(op, loop.LoadOp):
+            return True
+        return _access_fits(op.indices, _shape(op.buffer), run, varying) and not (
+            _varying_bool(op, varying)
         )
     if op.regions or not (op.dialect_name() == "arith" or isinstance(op, _VECTOR_MATH)):
         return False
     if reached and _varying_bool(op, varying):
         return False
-    # The lane index itself stands for 8 indices: only loads and stores may take it.
-    return lane not in op.operands and (
+    # The run's indices stand for `lanes` positions each: only loads and stores may take them.
+    return not any(a in op.operands for a in run.args) and (
         not reached or all(not isinstance(r.type, IndexType) for r in op.results)
     )
 
 
-def vector_epilogue_fits(found: Contraction, lanes: int) -> bool:
-    """Whether the nest's epilogue can run on `lanes` neighbouring columns at once: the
-    innermost column dimension's extent is a multiple of `lanes` (so `lanes` columns from a
-    multiple of `lanes` never wrap into the next outer index), every load or store the
-    columns reach indexes its last dimension by exactly that innermost column index (and
-    nothing else by what the columns reach), no index arithmetic uses it, and the ops are
-    arith ops, loads, stores, math.absf or math.sqrt (LLVM has vector forms of those; the
-    f32 expansions of math-approximate are scalar), with no lane-varying i1
-    (`_varying_bool`; relu is a `maximumf`)."""
-    lane_dim = found.columns[-1]
-    if found.nest.shape[lane_dim] % lanes:
-        return False
-    lane = found.nest.body.block.args[lane_dim]
-    varying: set[SSAValue] = {lane, found.reduce.result}
-    for op in _epilogue_ops(found):
-        if not _op_fits(op, lane, varying):
-            return False
-        if any(v in varying for v in op.operands):
-            varying.update(op.results)
-    return True
+@dataclass(frozen=True)
+class RunAccess:
+    """The trailing column dimensions whose points lie side by side in every buffer the
+    epilogue reaches along the columns (a run of `length` elements)."""
+
+    args: tuple[SSAValue, ...]
+    extents: tuple[int, ...]
+    whole: bool
+    """The run spans every column dimension: the columns are one run."""
+
+    @property
+    def dims(self) -> int:
+        return len(self.args)
+
+    @property
+    def length(self) -> int:
+        return math.prod(self.extents)
+
+
+def vector_epilogue_run(found: Contraction, lanes: int) -> RunAccess | None:
+    """How the nest's epilogue can run on `lanes` neighbouring columns at once, or None.
+
+    The run is the longest block of trailing column dimensions that every load and store
+    the columns reach indexes by those column indices themselves, last and in order, over
+    memref dimensions of the same extents (nothing else indexed by what the columns
+    reach), so `lanes` columns in a run are neighbours in each buffer; its length is a
+    multiple of `lanes` (a group of columns from a multiple of `lanes` never leaves it) or
+    it spans all columns (a last partial group is left to the scalar epilogue). No index
+    arithmetic may use the run's indices, and the ops must be arith ops, loads, stores,
+    math.absf or math.sqrt (LLVM has vector forms of those; the f32 expansions of
+    math-approximate are scalar), with no lane-varying i1 (`_varying_bool`; relu is a
+    `maximumf`)."""
+    columns = found.args(found.columns)
+    extents = [found.nest.shape[d] for d in found.columns]
+    for dims in range(len(columns), 0, -1):
+        run = RunAccess(tuple(columns[-dims:]), tuple(extents[-dims:]), whole=dims == len(columns))
+        if run.length % lanes and not run.whole:
+            continue
+        varying: set[SSAValue] = {*run.args, found.reduce.result}
+        fits = True
+        for op in _epilogue_ops(found):
+            if not _op_fits(op, run, varying):
+                fits = False
+                break
+            if any(v in varying for v in op.operands):
+                varying.update(op.results)
+        if fits:
+            return run
+    return None
 
 
 class _VectorBody:
     """Clones the epilogue into `out`'s block with lane-varying values as vectors."""
 
-    def __init__(self, out: BlockBuilder, mapping: Mapping, varying: set[SSAValue], lanes: int):
+    def __init__(
+        self,
+        out: BlockBuilder,
+        mapping: Mapping,
+        varying: set[SSAValue],
+        lanes: int,
+        access: tuple[RunAccess, SSAValue],
+    ):
         self.out = out
         self.mapping = mapping
         self.varying = varying
         self.lanes = lanes
+        self.run, self.position = access
+
+    def _at(self, buffer: SSAValue, indices: Sequence[SSAValue]) -> tuple[SSAValue, list[SSAValue]]:
+        """The view and indices of a run access: the run's dimensions collapsed into one
+        (a vector never crosses a memref dimension), indexed by the run position."""
+        leading = [self.get(i) for i in indices[: len(indices) - self.run.dims]]
+        view = self.get(buffer)
+        if self.run.dims > 1:
+            view = self.out.emit(_collapse(view, self.run.dims))
+        return view, [*leading, self.position]
 
     def get(self, value: SSAValue) -> SSAValue:
         """The clone's value for `value` (itself if defined outside the nest)."""
@@ -138,14 +197,11 @@ class _VectorBody:
         self.varying.update(op.results)
         if isinstance(op, loop.LoadOp):
             typ = VectorType(op.result.type, [self.lanes])
-            indices = [self.get(i) for i in op.indices]
-            self.mapping[op.result] = self.out.emit(
-                vector.LoadOp(self.get(op.buffer), indices, typ)
-            )
+            view, indices = self._at(op.buffer, op.indices)
+            self.mapping[op.result] = self.out.emit(vector.LoadOp(view, indices, typ))
         elif isinstance(op, loop.StoreOp):
-            indices = [self.get(i) for i in op.indices]
-            value = self.vector_of(op.value)
-            self.out.add(vector.StoreOp(value, self.get(op.buffer), indices))
+            view, indices = self._at(op.buffer, op.indices)
+            self.out.add(vector.StoreOp(self.vector_of(op.value), view, indices))
         else:
             operands = [self.operand_of(op, i) for i in range(len(op.operands))]
             result_types: list[Attribute] = [VectorType(r.type, [self.lanes]) for r in op.results]
@@ -159,13 +215,35 @@ class _VectorBody:
             self.mapping.update(zip(op.results, copy.results, strict=True))
 
 
+def _collapse(buffer: SSAValue, dims: int) -> Operation:
+    """`buffer` with its last `dims` dimensions collapsed into one."""
+    typ = cast(MemRefType[Attribute], buffer.type)
+    shape = list(typ.get_shape())
+    leading = len(shape) - dims
+    groups = [[i] for i in range(leading)] + [list(range(leading, len(shape)))]
+    reassociation = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+    return memref.CollapseShapeOp.create(
+        operands=[buffer],
+        result_types=[
+            MemRefType(typ.get_element_type(), [*shape[:leading], math.prod(shape[leading:])])
+        ],
+        properties={"reassociation": reassociation},
+    )
+
+
 def emit_vector_epilogue(
-    out: BlockBuilder, found: Contraction, mapping: Mapping, sums: SSAValue, lanes: int
+    out: BlockBuilder,
+    found: Contraction,
+    mapping: Mapping,
+    sums: SSAValue,
+    lanes: int,
+    access: tuple[RunAccess, SSAValue],
 ) -> None:
-    """The epilogue on `lanes` columns: `mapping` gives the nest's indices (the innermost
-    column index: the first of them), `sums` is the tile's vector<lanes x f32> of them."""
-    lane = found.nest.body.block.args[found.columns[-1]]
-    body = _VectorBody(out, dict(mapping), {lane, found.reduce.result}, lanes)
+    """The epilogue on `lanes` columns of a run: `mapping` gives the nest's indices but the
+    run's, `access` the run and the position of the first column in it, `sums` is the
+    tile's vector<lanes x f32> of them."""
+    run = access[0]
+    body = _VectorBody(out, dict(mapping), {*run.args, found.reduce.result}, lanes, access)
     body.mapping[found.reduce.result] = sums
     for op in _epilogue_ops(found):
         body.clone(op)

@@ -2,12 +2,13 @@
 
 A tile is MR rows x NR columns of the output: its sums live in 2 * MR vector registers
 for the whole K loop (per k two vector loads of the B panel, MR broadcasts of A, 2 * MR
-fused multiply-adds, nothing stored). The finished tile goes to a small stack buffer and
-the nest's epilogue (its body after the reduction: bias, activation, residual add) runs
-over its points while they are in L1, `lanes` columns at a time where tile_epilogue.py
-allows, else point by point. A task is one (batch point, row block, panel block): for each
-panel of its block, the row block's full tiles, then (last row block only) the rows left
-over (M mod MR) as a narrower tile.
+fused multiply-adds, nothing stored). The nest's epilogue (its body after the reduction:
+bias, activation, residual add) then runs on the finished tile, `lanes` columns at a time
+straight from those registers where tile_epilogue.py allows (the columns of a last panel
+past a multiple of `lanes`, and every column where it does not, point by point from a
+small stack buffer the tile is stored to). A task is one (batch point, row block, panel
+block): for each panel of its block, the row block's full tiles, then (last row block
+only) the rows left over (M mod MR) as a narrower tile.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from xdsl.ir import Region, SSAValue
 from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder, Mapping
 from graphfuse.lowering.cpu.gemm.operand_packing import OperandPacker
-from graphfuse.lowering.cpu.gemm.tile_epilogue import emit_vector_epilogue, vector_epilogue_fits
+from graphfuse.lowering.cpu.gemm.tile_epilogue import emit_vector_epilogue, vector_epilogue_run
 from graphfuse.lowering.cpu.gemm.tile_plan import MR, TilePlan
 
 
@@ -34,8 +35,9 @@ class _Task:
     """The nest's batch indices at the task's batch point."""
     slot_a: SSAValue
     slot_b: SSAValue
-    tile: SSAValue
-    """The MR x NR stack buffer a finished tile's sums go to."""
+    """Bp's slot the tiles read: the batch point's, or the task's own."""
+    tile: SSAValue | None
+    """The MR x NR stack buffer a finished tile's sums go to for the scalar epilogue."""
 
 
 class TaskEmitter:
@@ -45,6 +47,9 @@ class TaskEmitter:
         self.plan = plan
         self.found = plan.found
         self.packer = packer
+        self.run = vector_epilogue_run(plan.found, plan.lanes)
+        self.scalar = self.run is None or plan.found.n % plan.lanes != 0
+        """Some columns take the scalar epilogue (from the tile buffer)."""
 
     def task(self, em: GemmBuilder, number: SSAValue) -> None:
         """Task `number`: (batch point, row block, panel block), row-major."""
@@ -53,8 +58,8 @@ class TaskEmitter:
         row_block, panel_block = em.divide(within, plan.panel_blocks)
         batch = self.packer.batch(em, point)
         slot_a = point if plan.a_batched else em.index(0)
-        slot_b = point if plan.b_batched else em.index(0)
-        tile = em.emit(memref.AllocaOp.get(f32, shape=[MR, plan.nr]))
+        slot_b = number if plan.b_in_task else point if plan.b_batched else em.index(0)
+        tile = em.emit(memref.AllocaOp.get(f32, shape=[MR, plan.nr])) if self.scalar else None
         task = _Task(batch, slot_a, slot_b, tile)
         full = found.m // MR
         first_panel, last_panel = em.chunk(panel_block, plan.panels_per_task, plan.panels)
@@ -64,7 +69,8 @@ class TaskEmitter:
         if plan.b_in_task:
             next_panel = panel_loop.emit(arith.AddiOp(panel, panel_loop.index(1)))
             own = batch if plan.b_batched else {}
-            self.packer.pack_b_panels(panel_loop, slot_b, (panel, next_panel), own)
+            span = (panel, next_panel)
+            self.packer.pack_b_panels(panel_loop, slot_b, span, own, local=plan.b_in_task)
         if full:
             _, rows = panel_loop.loop(first, last)
             row0 = rows.emit(arith.MuliOp(rows.block.args[0], rows.index(MR)))
@@ -91,12 +97,13 @@ class TaskEmitter:
         init = em.emit(vector.BroadcastOp(found.reduce.init, vec))
         row_values = [em.emit(arith.AddiOp(row0, em.index(r))) for r in range(rows)]
         halves = [em.index(h * lanes) for h in range(2)]
+        stored = em.index(0) if self.plan.b_in_task else panel
         for_op, step = em.loop(em.index(0), em.index(found.k), [init] * (2 * rows))
         k = step.block.args[0]
         accumulators = list(step.block.args[1:])
         packed_b = self.packer.packed_b
         b_halves = [
-            step.emit(vector.LoadOp(packed_b, [task.slot_b, panel, k, h], vec)) for h in halves
+            step.emit(vector.LoadOp(packed_b, [task.slot_b, stored, k, h], vec)) for h in halves
         ]
         sums: list[SSAValue] = []
         for r, row in enumerate(row_values):
@@ -105,11 +112,12 @@ class TaskEmitter:
             for h in range(2):
                 sums.append(step.emit(vector.FMAOp(spread, b_halves[h], accumulators[2 * r + h])))
         step.add(scf.YieldOp(*sums))
-        for r in range(rows):
-            for h in range(2):
-                result = for_op.results[2 * r + h]
-                em.add(vector.StoreOp(result, task.tile, [em.index(r), halves[h]]))
-        self._epilogue(em, task, row_values, panel)
+        if task.tile is not None:
+            for r in range(rows):
+                for h in range(2):
+                    result = for_op.results[2 * r + h]
+                    em.add(vector.StoreOp(result, task.tile, [em.index(r), halves[h]]))
+        self._epilogue(em, task, row_values, panel, list(for_op.results))
 
     def _a_value(self, em: GemmBuilder, task: _Task, row: SSAValue, k: SSAValue) -> SSAValue:
         """A at (row, k) of the task's batch point: from A itself or its packed copy."""
@@ -121,14 +129,46 @@ class TaskEmitter:
         return em.evaluate(self.found.a, {**task.batch, row_arg: row, k_arg: k})
 
     def _epilogue(
-        self, em: GemmBuilder, task: _Task, row_values: Sequence[SSAValue], panel: SSAValue
+        self,
+        em: GemmBuilder,
+        task: _Task,
+        row_values: Sequence[SSAValue],
+        panel: SSAValue,
+        sums: Sequence[SSAValue],
     ) -> None:
-        """The nest's epilogue on the tile's points, reading the sums from the tile buffer."""
-        found, nr = self.found, self.plan.nr
+        """The nest's epilogue on the tile's points: `lanes` columns at a time from the
+        accumulators `sums` where tile_epilogue.py allows (columns past N, in the last
+        panel, point by point), else point by point from the tile buffer."""
+        found, nr, lanes = self.found, self.plan.nr, self.plan.lanes
         column0 = em.emit(arith.MuliOp(panel, em.index(nr)))
-        if found.n % nr == 0 and vector_epilogue_fits(found, self.plan.lanes):
-            self._vector_epilogue(em, task, row_values, column0)
+        if self.run is None:
+            self._scalar_epilogue(em, task, row_values, column0, 0)
             return
+        last = found.n - (self.plan.panels - 1) * nr
+        if last == nr:
+            self._vector_epilogue(em, task, row_values, column0, sums, nr // lanes)
+            return
+        is_last = em.emit(arith.CmpiOp(panel, em.index(self.plan.panels - 1), "eq"))
+        full, tail = GemmBuilder(), GemmBuilder()
+        self._vector_epilogue(full, task, row_values, column0, sums, nr // lanes)
+        self._vector_epilogue(tail, task, row_values, column0, sums, last // lanes)
+        if last % lanes:
+            self._scalar_epilogue(tail, task, row_values, column0, last // lanes * lanes)
+        full.add(scf.YieldOp())
+        tail.add(scf.YieldOp())
+        em.add(scf.IfOp(is_last, [], Region(tail.block), Region(full.block)))
+
+    def _scalar_epilogue(
+        self,
+        em: GemmBuilder,
+        task: _Task,
+        row_values: Sequence[SSAValue],
+        column0: SSAValue,
+        start: int,
+    ) -> None:
+        """The epilogue point by point on the tile's columns from `start` on (and below N),
+        reading the sums from the tile buffer."""
+        found, nr = self.found, self.plan.nr
         columns = em.index(nr)
         if found.n % nr:
             left = em.emit(arith.SubiOp(em.index(found.n), column0))
@@ -137,11 +177,12 @@ class TaskEmitter:
         for r, row in enumerate(row_values):
             local_rows = dict(task.batch)
             local_rows.update(em.bind(found.args(found.rows), row, rows_dims))
-            _, point = em.loop(em.index(0), columns)
+            _, point = em.loop(em.index(start), columns)
             c = point.block.args[0]
             local = dict(local_rows)
             column = point.emit(arith.AddiOp(column0, c))
             local.update(point.bind(found.args(found.columns), column, columns_dims))
+            assert task.tile is not None
             local[found.reduce.result] = point.emit(
                 memref.LoadOp.get(task.tile, [point.index(r), c])
             )
@@ -151,18 +192,32 @@ class TaskEmitter:
             point.add(scf.YieldOp())
 
     def _vector_epilogue(
-        self, em: GemmBuilder, task: _Task, row_values: Sequence[SSAValue], column0: SSAValue
+        self,
+        em: GemmBuilder,
+        task: _Task,
+        row_values: Sequence[SSAValue],
+        column0: SSAValue,
+        sums: Sequence[SSAValue],
+        groups: int,
     ) -> None:
-        """The epilogue of a full tile, `lanes` columns at a time (tile_epilogue.py)."""
-        found, lanes = self.found, self.plan.lanes
-        halves: list[Mapping] = []
-        for h in range(self.plan.nr // lanes):
+        """The epilogue of the tile's first `groups` x `lanes` columns, `lanes` at a time
+        (tile_epilogue.py), from the accumulators."""
+        found, lanes, run = self.found, self.plan.lanes, self.run
+        assert run is not None
+        outer_args = found.args(found.columns)[: -run.dims]
+        outer_dims = self.plan.dims(found.columns)[: -run.dims]
+        at: list[tuple[Mapping, SSAValue]] = []
+        for h in range(groups):
             column = em.emit(arith.AddiOp(column0, em.index(h * lanes)))
-            halves.append(em.bind(found.args(found.columns), column, self.plan.dims(found.columns)))
+            if run.whole:
+                at.append(({}, column))
+                continue
+            outer, position = em.divide(column, run.length)
+            at.append((em.bind(outer_args, outer, outer_dims), position))
+        per_row = self.plan.nr // lanes
         for r, row in enumerate(row_values):
             rows = em.bind(found.args(found.rows), row, self.plan.dims(found.rows))
-            for h, columns in enumerate(halves):
-                sums = em.emit(
-                    vector.LoadOp(task.tile, [em.index(r), em.index(h * lanes)], self.plan.vec)
-                )
-                emit_vector_epilogue(em, found, {**task.batch, **rows, **columns}, sums, lanes)
+            for h, (columns, position) in enumerate(at):
+                mapping = {**task.batch, **rows, **columns}
+                access = (run, position)
+                emit_vector_epilogue(em, found, mapping, sums[per_row * r + h], lanes, access)

@@ -52,7 +52,8 @@ class TilePlan:
     b_constant: bool
     """The operand reads only constants: packed on the first call only."""
     b_in_task: bool
-    """Each task packs its own panels right before its tiles read them."""
+    """Each task packs its own panels right before its tiles read them, one at a time,
+    into a slot of its own (Bp[task][0]) that stays in cache for the panel's tiles."""
     per_task: int
     """Full row tiles per row block."""
     row_blocks: int
@@ -94,16 +95,20 @@ class TilePlan:
 
     @property
     def slot_counts(self) -> tuple[int, int]:
-        """Slots of Ap and Bp: one per batch point when the operand has a batch, else 1."""
-        return (self.points if self.a_batched else 1, self.points if self.b_batched else 1)
+        """Slots of Ap and Bp: one per batch point when the operand has a batch, else 1;
+        Bp packed in the tasks has one slot per task."""
+        b_slots = self.tasks if self.b_in_task else self.points if self.b_batched else 1
+        return (self.points if self.a_batched else 1, b_slots)
 
     def packed_types(self) -> tuple[MemRefType[Attribute], MemRefType[Attribute]]:
-        """The packed operands' buffers: Ap[slots][M][K] and Bp[slots][N/NR][K][NR]."""
+        """The packed operands' buffers: Ap[slots][M][K] and Bp[slots][N/NR][K][NR]
+        (Bp[tasks][1][K][NR] when the tasks pack it: one panel at a time)."""
         found = self.found
         a_slots, b_slots = self.slot_counts
+        panels = 1 if self.b_in_task else self.panels
         return (
             MemRefType(f32, [a_slots, found.m, found.k]),
-            MemRefType(f32, [b_slots, self.panels, found.k, self.nr]),
+            MemRefType(f32, [b_slots, panels, found.k, self.nr]),
         )
 
 

@@ -175,12 +175,12 @@ def test_a_last_partial_panel_is_packed_point_by_point_after_the_transposes(lane
 
 
 def test_vector_epilogue_only_where_8_columns_are_neighbours() -> None:
-    """Output rows of 16 take vector stores; rows of 6 (8 columns from a multiple of 8
-    would run into the next row, and across images, whose channels lie between) keep
-    the point-by-point epilogue."""
+    """Output images of 16x16 take vector stores (through a view of each image as one
+    run of 256); images of 6x6 (8 columns from a multiple of 8 would run into the next
+    image, whose channels lie between) keep the point-by-point epilogue."""
     avx2 = CompileOptions(lanes=8)
     wide = lower_to(parse_text(_conv_bn_relu(*CONVS[2]), "wide"), Stage.UPSTREAM, avx2)
-    assert "vector.store" in wide and ": memref<2x12x16x16xf32>, vector<8xf32>" in wide
+    assert "vector.store" in wide and ": memref<2x12x256xf32>, vector<8xf32>" in wide
     narrow = lower_to(parse_text(_conv_bn_relu(*CONVS[3]), "narrow"), Stage.UPSTREAM, avx2)
     assert "vector.fma" in narrow
     assert ": memref<4x16x6x6xf32>, vector<8xf32>" not in narrow
@@ -206,7 +206,7 @@ def test_avx512_geometry_matches_reference(case: str, threads: int) -> None:
     assert "vector.fma" in upstream and "vector<16xf32>" in upstream
     assert "vector<8xf32>" not in upstream or case == "conv 8x8 transposes"
     if case == "conv rows of 16":
-        assert ": memref<2x12x16x16xf32>, vector<16xf32>" in upstream
+        assert ": memref<2x12x256xf32>, vector<16xf32>" in upstream
     if case == "conv 8x8 transposes":
         assert upstream.count("vector.shuffle") == 24
     compile_and_compare(parse_text(AVX512_CASES[case], "t"), options=options)
@@ -408,9 +408,10 @@ def test_a_read_in_place_when_its_rows_are_packed_rows(threads: int) -> None:
     an A read through a transpose is still packed. Both give the reference's results."""
     plain = _transposed_operands((2, 3, 40, 24), (2, 3, 24, 56), None, None)
     # A, B, the result and B's panels (6 batch points, 56 columns in panels of 2 * lanes
-    # columns: 4 of 16, or 2 of 32): no Ap.
+    # columns: 4 of 16, or 2 of 32; 12 tasks, each packing its panels one at a time into
+    # a slot of its own): no Ap.
     operands = ["2x3x40x24xf32", "2x3x24x56xf32", "2x3x40x56xf32"]
-    for lanes, panels in ((8, "6x4x24x16xf32"), (16, "6x2x24x32xf32")):
+    for lanes, panels in ((8, "12x1x24x16xf32"), (16, "12x1x24x32xf32")):
         assert _kernel_buffers(plain, lanes) == [*operands, panels]
     transposed = _transposed_operands(*TRANSPOSED["A^T"])
     assert "6x40x24xf32" in _kernel_buffers(transposed)
