@@ -10,6 +10,9 @@ Pure predicates over a `Plan` with the change applied (see `fusion_refine`):
     anchor's load indices (attention's `K^T`, read in place as onnxruntime's MatMul reads
     a transposed B); reshapes stay out, their div/mod indices defeat loop-tile-matmul;
   * an anchor's result may only flow on elementwise, at its own shape (TVM's epilogue);
+  * a kernel holds one anchor: the GEMM tiler (loop-tile-matmul) takes a nest with one
+    contraction, so two matmuls in one kernel (SwiGLU's gate and up projections, merged as
+    siblings sharing their input) would both be computed as untiled dot products;
   * a reduction may feed later ops (option `stitch`) only while they are no larger than
     its input, or it would be recomputed for each of the consumer's rows.
 Only violations a change *adds* count, so kernels the TVM rules formed stay legal.
@@ -59,6 +62,8 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
     anchors: dict[int, set[int]] = {}
     reductions: dict[int, set[int]] = {}
     found: set[tuple[int, int]] = set()
+    all_anchors = [n for n in members if dag.nodes[n].kind is K.OUT_ELEMWISE_FUSABLE]
+    found.update((all_anchors[0], other) for other in all_anchors[1:])
     for node in members:
         kind = dag.nodes[node].kind
         anchors[node] = {node} if kind is K.OUT_ELEMWISE_FUSABLE else set()
@@ -97,9 +102,24 @@ def _transposes_only(dag: DataflowGraph, node: int, inside: set[int]) -> bool:
     return True
 
 
+def _reaches(dag: DataflowGraph, source: int, target: int) -> bool:
+    pending, seen = [source], {source}
+    while pending:
+        for edge in dag.nodes[pending.pop()].outputs:
+            if edge.consumer == target:
+                return True
+            if edge.consumer not in seen:
+                seen.add(edge.consumer)
+                pending.append(edge.consumer)
+    return False
+
+
 def _describe(dag: DataflowGraph, pair: tuple[int, int]) -> str:
     upstream, node = pair
     up, down = dag.label(upstream), dag.label(node)
+    both_anchors = dag.nodes[upstream].kind is dag.nodes[node].kind is K.OUT_ELEMWISE_FUSABLE
+    if both_anchors and not _reaches(dag, upstream, node):
+        return f"{up} and {down} would share one kernel, where neither is tiled"
     if dag.nodes[node].kind is K.OUT_ELEMWISE_FUSABLE:
         return f"{up} would be recomputed for every use by {down}"
     if dag.nodes[upstream].kind is K.OUT_ELEMWISE_FUSABLE:

@@ -108,3 +108,22 @@ func.func @qkv_projections(%x: tensor<16x32xf32>, %wq: tensor<32x32xf32>, %bq: t
   %k1 = graph.add %k0, %bk : (tensor<16x32xf32>, tensor<32xf32>) -> tensor<16x32xf32>
   func.return %q1, %k1 : tensor<16x32xf32>, tensor<16x32xf32>
 }
+
+// -----
+
+// SwiGLU: the gate and up projections read one input and meet in one multiply. They stay
+// two kernels, each a matmul with its epilogue (the up kernel reads the gate's result):
+// loop-tile-matmul tiles a kernel with one contraction, so a kernel holding both would
+// compute them as untiled dot products.
+// CHECK-LABEL: func.func @swiglu_two_matmuls
+// CHECK:       %[[G:.*]] = graph.fused "fused_matmul_sigmoid_mul"(%x, %wg)
+// CHECK:       graph.fused "fused_matmul_mul"(%x, %wu, %[[G]])
+// CHECK-NOT:   graph.fused "fused_matmul_matmul
+func.func @swiglu_two_matmuls(%x: tensor<64x256xf32>, %wg: tensor<256x512xf32>, %wu: tensor<256x512xf32>) -> tensor<64x512xf32> {
+  %g = graph.matmul %x, %wg : (tensor<64x256xf32>, tensor<256x512xf32>) -> tensor<64x512xf32>
+  %u = graph.matmul %x, %wu : (tensor<64x256xf32>, tensor<256x512xf32>) -> tensor<64x512xf32>
+  %s = graph.sigmoid %g : tensor<64x512xf32>
+  %a = graph.mul %g, %s : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32>
+  %h = graph.mul %a, %u : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32>
+  func.return %h : tensor<64x512xf32>
+}
