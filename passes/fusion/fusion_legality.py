@@ -6,9 +6,11 @@ Pure predicates over a `Plan` with the change applied (see `fusion_refine`):
   (`cycle_reason`); recomputing a producer in its consumers cannot close a cycle;
 - no multiplied work, as a kernel recomputes a value wherever it is read:
   * an op read by matmul, conv2d or pooling would be recomputed per output: never fused,
-    unless it and all upstream of it in the kernel are transposes, a permutation of the
-    anchor's load indices (attention's `K^T`, read in place as onnxruntime's MatMul reads
-    a transposed B); reshapes stay out, their div/mod indices defeat loop-tile-matmul;
+    unless it and all upstream of it in the kernel are layout ops whose index map is
+    cheap, so the anchor reads their input in place: transposes (attention's `K^T`, read
+    as onnxruntime's MatMul reads a transposed B), slices, reshapes that only split dims
+    (attention's heads: [S, H*D] read as [S, H, D]: affine), and into a matmul any reshape
+    (the heads merged back before the output projection: div/mod, paid when packing);
   * an anchor's result may only flow on elementwise, at its own shape (TVM's epilogue);
   * a kernel holds one anchor: the GEMM tiler (loop-tile-matmul) takes a nest with one
     contraction, so two matmuls in one kernel (SwiGLU's gate and up projections, merged as
@@ -23,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from xdsl.ir import Operation
+
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind
 from graphfuse.passes.analysis.dataflow import DataflowGraph
@@ -34,7 +38,6 @@ K = FusionKind
 _EPILOGUE = (K.ELEMWISE, K.BROADCAST)
 """Kinds an anchor's result may flow on into inside its kernel (read elementwise): any
 other use would need the result stored anyway."""
-_PERMUTATIONS = (graph.TransposeOp,)
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
         for producer in dag.nodes[node].inputs:
             if producer not in inside:
                 continue
-            if kind is K.OUT_ELEMWISE_FUSABLE and not _transposes_only(dag, producer, inside):
+            if kind is K.OUT_ELEMWISE_FUSABLE and not _layout_only(dag, producer, node, inside):
                 found.add((producer, node))
             epilogue = kind in _EPILOGUE and _edge_kind(dag, producer, node) is K.ELEMWISE
             if not epilogue:
@@ -88,15 +91,39 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
     return found
 
 
-def _transposes_only(dag: DataflowGraph, node: int, inside: set[int]) -> bool:
-    """`node` and every op upstream of it inside the kernel are transposes."""
+def _splits_only(op: graph.ReshapeOp) -> bool:
+    """Whether the reshape only splits one run of input dims (the dims it keeps at the front
+    and back aside), so its index map reads the input at an affine index."""
+    source, target = graph.shape_of(op.input), graph.shape_of(op.result)
+    head = 0
+    while head < min(len(source), len(target)) and source[head] == target[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(source), len(target)) - head and source[-1 - tail] == target[-1 - tail]:
+        tail += 1
+    return len(source) - head - tail <= 1
+
+
+def _read_in_place(op: Operation, merges: bool) -> bool:
+    """A layout op an anchor can read through without recomputing anything; reshapes that
+    merge dims only when `merges` (a matmul: its operands are packed once per call, so the
+    div/mod of their index costs little, where a convolution's im2col would pay it for
+    every element of every window)."""
+    if isinstance(op, graph.ReshapeOp):
+        return merges or _splits_only(op)
+    return isinstance(op, graph.TransposeOp | graph.SliceOp)
+
+
+def _layout_only(dag: DataflowGraph, node: int, anchor: int, inside: set[int]) -> bool:
+    """`node` and every op upstream of it inside the kernel are read in place by `anchor`."""
+    merges = isinstance(dag.nodes[anchor].op, graph.MatmulOp)
     pending, seen = [node], set[int]()
     while pending:
         current = pending.pop()
         if current in seen:
             continue
         seen.add(current)
-        if not isinstance(dag.nodes[current].op, _PERMUTATIONS):
+        if not _read_in_place(dag.nodes[current].op, merges):
             return False
         pending.extend(p for p in dag.nodes[current].inputs if p in inside)
     return True

@@ -193,11 +193,27 @@ def tvm_violation(dag: Dag, members: frozenset[int]) -> str | None:
     return None
 
 
+def _layout_read_in_place(op: Operation, any_reshape: bool) -> bool:
+    if isinstance(op, graph.TransposeOp | graph.SliceOp):
+        return True
+    if not isinstance(op, graph.ReshapeOp):
+        return False
+    if any_reshape:
+        return True
+    source, target = list(graph.shape_of(op.input)), list(graph.shape_of(op.result))
+    while source and target and source[0] == target[0]:
+        source.pop(0), target.pop(0)
+    while source and target and source[-1] == target[-1]:
+        source.pop(), target.pop()
+    return len(source) <= 1
+
+
 def refined_violation(kernel: graph.FusedOp, max_inputs: int, max_results: int) -> str | None:
     """Which rule of the refined partition (passes/fusion/fusion_legality) a kernel breaks.
 
-    Checked on the kernel's own body: an anchor reads in-kernel values only through
-    transposes (a permutation of its load indices, nothing recomputed), and its result
+    Checked on the kernel's own body: a kernel holds at most one anchor; an anchor reads
+    in-kernel values only through layout ops (transposes, slices, reshapes: for a conv or
+    pooling only reshapes splitting one dim; nothing recomputed), and its result
     flows on only to elementwise ops at its own shape (TVM's epilogue); the limits hold
     for every kernel of more than one op.
     """
@@ -206,11 +222,16 @@ def refined_violation(kernel: graph.FusedOp, max_inputs: int, max_results: int) 
     members = frozenset(range(len(ops)))
     if len(ops) > 1 and any(dag.kind(n) is K.OPAQUE for n in members):
         return "an opaque op shares a kernel"
-    for anchor in (n for n in members if dag.kind(n) is K.OUT_ELEMWISE_FUSABLE):
+    anchors = [n for n in members if dag.kind(n) is K.OUT_ELEMWISE_FUSABLE]
+    if len(anchors) > 1:
+        return "two anchors share a kernel"
+    for anchor in anchors:
+        is_matmul = isinstance(dag.ops[anchor], graph.MatmulOp)
         if any(
-            not isinstance(dag.ops[p], graph.TransposeOp) for p in _upstream(dag, anchor, members)
+            not _layout_read_in_place(dag.ops[p], is_matmul)
+            for p in _upstream(dag, anchor, members)
         ):
-            return f"{dag.ops[anchor].name} reads a computed (non-transpose) value in its kernel"
+            return f"{dag.ops[anchor].name} reads a computed (non-layout) value in its kernel"
         epilogue = {anchor}
         for node in sorted(dag.reachable([anchor])):
             incoming = [k for p in epilogue for c, k in dag.edges[p] if c == node]
