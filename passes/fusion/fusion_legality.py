@@ -22,6 +22,7 @@ Only violations a change *adds* count, so kernels the TVM rules formed stay lega
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ from xdsl.ir import Operation
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind
+from graphfuse.passes.analysis.cost_model import elementwise_flops
 from graphfuse.passes.analysis.dataflow import DataflowGraph
 from graphfuse.passes.analysis.post_dominators import combine
 from graphfuse.passes.fusion.kernel_levels import KernelLevels
@@ -74,7 +76,11 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
         for producer in dag.nodes[node].inputs:
             if producer not in inside:
                 continue
-            if kind is K.OUT_ELEMWISE_FUSABLE and not _layout_only(dag, producer, node, inside):
+            if (
+                kind is K.OUT_ELEMWISE_FUSABLE
+                and not _layout_only(dag, producer, node, inside)
+                and not _cheap_into_pool(dag, producer, node, inside)
+            ):
                 found.add((producer, node))
             epilogue = kind in _EPILOGUE and _edge_kind(dag, producer, node) is K.ELEMWISE
             if not epilogue:
@@ -114,19 +120,40 @@ def _read_in_place(op: Operation, merges: bool) -> bool:
     return isinstance(op, graph.TransposeOp | graph.SliceOp)
 
 
-def _layout_only(dag: DataflowGraph, node: int, anchor: int, inside: set[int]) -> bool:
-    """`node` and every op upstream of it inside the kernel are read in place by `anchor`."""
-    merges = isinstance(dag.nodes[anchor].op, graph.MatmulOp)
+POOL_RECOMPUTE_LIMIT = 4
+"""A pooling window reads each input element about kh*kw / (sh*sw) times; up to this many
+recomputations of a one-flop elementwise producer cost less than storing and reloading it."""
+
+
+def _cheap_into_pool(dag: DataflowGraph, node: int, anchor: int, inside: set[int]) -> bool:
+    """`node` and everything upstream of it in the kernel are one-flop elementwise ops
+    (ReLU, add, max, ...) and `anchor` is a pooling whose windows overlap little."""
+    pool = dag.nodes[anchor].op
+    if not isinstance(pool, graph.Pool2dOp):
+        return False
+    window = math.prod(pool.kernel.get_values()) / math.prod(pool.strides.get_values())
+    if window > POOL_RECOMPUTE_LIMIT:
+        return False
+    upstream = _upstream_inside(dag, node, inside)
+    return all(
+        dag.nodes[n].kind in _EPILOGUE and elementwise_flops(dag.nodes[n].op) == 1 for n in upstream
+    )
+
+
+def _upstream_inside(dag: DataflowGraph, node: int, inside: set[int]) -> set[int]:
     pending, seen = [node], set[int]()
     while pending:
         current = pending.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        if not _read_in_place(dag.nodes[current].op, merges):
-            return False
-        pending.extend(p for p in dag.nodes[current].inputs if p in inside)
-    return True
+        if current not in seen:
+            seen.add(current)
+            pending.extend(p for p in dag.nodes[current].inputs if p in inside)
+    return seen
+
+
+def _layout_only(dag: DataflowGraph, node: int, anchor: int, inside: set[int]) -> bool:
+    """`node` and every op upstream of it inside the kernel are read in place by `anchor`."""
+    merges = isinstance(dag.nodes[anchor].op, graph.MatmulOp)
+    return all(_read_in_place(dag.nodes[n].op, merges) for n in _upstream_inside(dag, node, inside))
 
 
 def _reaches(dag: DataflowGraph, source: int, target: int) -> bool:

@@ -35,6 +35,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from graphfuse.dialects import graph
+from graphfuse.dialects.graph import FusionKind, fusion_kind
 from graphfuse.passes.rewrites.folding import constant_value, make_constant
 
 MIN_ROWS_FOR_COPIED_WEIGHTS = 64
@@ -122,14 +123,33 @@ def _siblings(op: graph.MatmulOp) -> list[graph.MatmulOp]:
     )
 
 
+def _elementwise_reach(value: SSAValue) -> set[Operation]:
+    """The ops reading `value` through elementwise ops only (its would-be epilogue)."""
+    reached: set[Operation] = set()
+    pending = [value]
+    while pending and len(reached) < _REACH_LIMIT:
+        for use in pending.pop().uses:
+            op = use.operation
+            elementwise = op.dialect_name() == "graph" and fusion_kind(op) in _ELEMENTWISE
+            if elementwise and op not in reached:
+                reached.add(op)
+                pending.extend(op.results)
+    return reached
+
+
+_REACH_LIMIT = 64
+_ELEMENTWISE = (FusionKind.ELEMWISE, FusionKind.BROADCAST)
+
+
 def _meet_again(outputs: Sequence[SSAValue]) -> bool:
-    """Whether one op reads two of the outputs (SwiGLU's multiply)."""
-    readers: set[Operation] = set()
+    """Whether two of the outputs meet in one elementwise computation (SwiGLU's
+    `silu(g) * u`), where each product's epilogue can read the other's result instead."""
+    seen: set[Operation] = set()
     for value in outputs:
-        users = {use.operation for use in value.uses}
-        if readers & users:
+        reach = _elementwise_reach(value)
+        if seen & reach:
             return True
-        readers |= users
+        seen |= reach
     return False
 
 

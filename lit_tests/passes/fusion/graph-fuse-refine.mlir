@@ -127,3 +127,28 @@ func.func @swiglu_two_matmuls(%x: tensor<64x256xf32>, %wg: tensor<256x512xf32>, 
   %h = graph.mul %a, %u : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32>
   func.return %h : tensor<64x512xf32>
 }
+
+// -----
+
+// A one-flop elementwise producer joins a pooling whose windows overlap little (3x3,
+// stride 2: each input read about 2.25 times): ReLU is recomputed per window read rather
+// than stored and loaded back.
+// CHECK-LABEL: func.func @relu_into_max_pool
+// CHECK-NEXT:  graph.fused "fused_relu_max_pool2d"(%x)
+func.func @relu_into_max_pool(%x: tensor<1x8x32x32xf32>) -> tensor<1x8x16x16xf32> {
+  %r = graph.relu %x : tensor<1x8x32x32xf32>
+  %p = graph.max_pool2d %r kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] : tensor<1x8x32x32xf32> -> tensor<1x8x16x16xf32>
+  func.return %p : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+// Into a stride-1 3x3 window (9 reads of each input) it stays out.
+// CHECK-LABEL: func.func @relu_before_overlapping_pool
+// CHECK-NEXT:  %[[R:.*]] = graph.fused "fused_relu"(%x)
+// CHECK:       graph.fused "fused_max_pool2d"(%[[R]])
+func.func @relu_before_overlapping_pool(%x: tensor<1x8x32x32xf32>) -> tensor<1x8x32x32xf32> {
+  %r = graph.relu %x : tensor<1x8x32x32xf32>
+  %p = graph.max_pool2d %r kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] : tensor<1x8x32x32xf32> -> tensor<1x8x32x32xf32>
+  func.return %p : tensor<1x8x32x32xf32>
+}
