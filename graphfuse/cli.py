@@ -1,4 +1,4 @@
-"""The `graphfuse` command: doctor, stats, run, compile, fuse, import.
+"""The `graphfuse` command: doctor, stats, run, profile, compile, fuse, import.
 
 Every failure the user can cause (unreadable or invalid file, wrong arguments, missing
 tool) ends as one `graphfuse: error: ...` line and exit status 1, never a traceback.
@@ -142,6 +142,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from graphfuse.dialects.graph import interpreter as reference
     from graphfuse.runtime.compiled import CompiledFunction
 
+    if args.profile:
+        from graphfuse.profiling.command import check_run_profile
+
+        check_run_profile(args.target, args.reference)
     module = _load(args)
     function = reference.find_function(module, args.entry)
     inputs = reference.random_inputs(function, args.seed)
@@ -169,7 +173,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         status = _check_against_reference(results, expected)
     if args.time and compiled is not None:
         _print_timing(module, args, compiled, inputs)
+    if args.profile and not args.reference:
+        from graphfuse.profiling.command import Request, profile
+
+        title = f"graphfuse run --profile {Path(args.file).name}"
+        for line in profile(module, _options(args), Request(args.entry, title=title), inputs):
+            print(line)
     return status
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    """Time every kernel of the CPU build (graphfuse/profiling)."""
+    from graphfuse.profiling.command import profile_command
+
+    return profile_command(args, _options(args))
 
 
 TIMING_ROUNDS = 4
@@ -517,6 +534,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--time", action="store_true", help="time it against every op its own kernel")
     run.add_argument(
+        "--profile", action="store_true", help="then time each kernel (as graphfuse profile)"
+    )
+    run.add_argument(
         "--target",
         choices=["cpu", "cuda"],
         default="cpu",
@@ -524,6 +544,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _compile_arguments(run)
     run.set_defaults(handler=cmd_run)
+    _profile_arguments(commands.add_parser("profile", help="time each kernel of the CPU build"))
     compile_ = commands.add_parser("compile", help="compile a graph into a shared library")
     compile_.add_argument("file", help=_FILE_HELP)
     _input_shape_argument(compile_)
@@ -584,6 +605,34 @@ def build_parser() -> argparse.ArgumentParser:
             "<output>.safetensors file beside it; --emit shows their names and shapes)",
         )
     return parser
+
+
+def _profile_arguments(profile: argparse.ArgumentParser) -> None:
+    profile.add_argument("file", help=_FILE_HELP)
+    _input_shape_argument(profile)
+    profile.add_argument("--seed", type=_natural, default=0, help="seed of the random inputs")
+    profile.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace")
+    profile.add_argument("--by-op", action="store_true", help="time per op of the model too")
+    budget = profile.add_mutually_exclusive_group()
+    budget.add_argument("--runs", type=_at_least(1), help="timed runs (default: --seconds 1)")
+    budget.add_argument("--seconds", type=_positive, help="time to spend on timed runs")
+    profile.add_argument(
+        "--remeasure", action="store_true", help="measure the machine's roofline again"
+    )
+    profile.add_argument("--target", default="cpu", help="cpu (the only target profiled)")
+    _compile_arguments(profile)
+    profile.set_defaults(handler=cmd_profile)
+
+
+def _positive(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got '{text}'")
+    return value
 
 
 def _input_shape_argument(parser: argparse.ArgumentParser) -> None:

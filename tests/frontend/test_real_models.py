@@ -1,8 +1,8 @@
 """Real networks end to end: Hugging Face BERT, GPT-2, ViT, ResNet and MobileNetV2, and the
-held-out Whisper encoder, Swin and Llama decoder (tiny configs, random weights), exported by
-torch.onnx, imported, fused, compiled for the CPU and run: the results match onnxruntime on
-the same inputs within 1e-4 (relative to each output's largest magnitude: random-weight
-networks put outputs at any scale)."""
+held-out Whisper encoder, Swin, Llama decoder, MobileViT, ConvNeXt, DistilBERT and T5 encoder
+(tiny configs, random weights), exported by torch.onnx, imported, fused, compiled for the CPU
+and run: the results match onnxruntime on the same inputs within 1e-4 (relative to each
+output's largest magnitude: random-weight networks put outputs at any scale)."""
 
 from __future__ import annotations
 
