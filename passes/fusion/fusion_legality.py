@@ -12,9 +12,9 @@ Pure predicates over a `Plan` with the change applied (see `fusion_refine`):
     (attention's heads: [S, H*D] read as [S, H, D]: affine), and into a matmul any reshape
     (the heads merged back before the output projection: div/mod, paid when packing);
   * an anchor's result may only flow on elementwise, at its own shape (TVM's epilogue);
-  * a kernel holds one anchor: the GEMM tiler (loop-tile-matmul) takes a nest with one
-    contraction, so two matmuls in one kernel (SwiGLU's gate and up projections, merged as
-    siblings sharing their input) would both be computed as untiled dot products;
+  * two anchors never share a loop nest (`_shared_nests`): loop-tile-matmul takes a nest
+    with one contraction, so SwiGLU's gate and up projections, merged as siblings sharing
+    their input, would both run as untiled dot products;
   * a reduction may feed later ops (option `stitch`) only while they are no larger than
     its input, or it would be recomputed for each of the consumer's rows.
 Only violations a change *adds* count, so kernels the TVM rules formed stay legal.
@@ -26,10 +26,12 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import Operation
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind
+from graphfuse.dialects.graph.tiling_threshold import worth_tiling
 from graphfuse.passes.analysis.cost_model import elementwise_flops
 from graphfuse.passes.analysis.dataflow import DataflowGraph
 from graphfuse.passes.analysis.post_dominators import combine
@@ -67,8 +69,6 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
     anchors: dict[int, set[int]] = {}
     reductions: dict[int, set[int]] = {}
     found: set[tuple[int, int]] = set()
-    all_anchors = [n for n in members if dag.nodes[n].kind is K.OUT_ELEMWISE_FUSABLE]
-    found.update((all_anchors[0], other) for other in all_anchors[1:])
     for node in members:
         kind = dag.nodes[node].kind
         anchors[node] = {node} if kind is K.OUT_ELEMWISE_FUSABLE else set()
@@ -94,6 +94,7 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
             source = dag.nodes[reduction].reduced
             if source is not None and size > source:
                 found.add((reduction, node))
+    found.update(_shared_nests(dag, members, anchors))
     return found
 
 
@@ -114,7 +115,7 @@ def _read_in_place(op: Operation, merges: bool) -> bool:
     """A layout op an anchor can read through without recomputing anything; reshapes that
     merge dims only when `merges` (a matmul: its operands are packed once per call, so the
     div/mod of their index costs little, where a convolution's im2col would pay it for
-    every element of every window)."""
+    every element of every window, and a matmul too small to tile for every multiply-add)."""
     if isinstance(op, graph.ReshapeOp):
         return merges or _splits_only(op)
     return isinstance(op, graph.TransposeOp | graph.SliceOp)
@@ -150,10 +151,42 @@ def _upstream_inside(dag: DataflowGraph, node: int, inside: set[int]) -> set[int
     return seen
 
 
+def _tiled_matmul(op: Operation) -> bool:
+    """An f32 matmul loop-tile-matmul computes as a GEMM, packing its operands."""
+    if not isinstance(op, graph.MatmulOp):
+        return False
+    result = graph.tensor_type_of(op.result)
+    points = math.prod(result.get_shape())
+    reduction = graph.shape_of(op.lhs)[-1]
+    return isinstance(result.get_element_type(), Float32Type) and worth_tiling(points, reduction)
+
+
 def _layout_only(dag: DataflowGraph, node: int, anchor: int, inside: set[int]) -> bool:
     """`node` and every op upstream of it inside the kernel are read in place by `anchor`."""
-    merges = isinstance(dag.nodes[anchor].op, graph.MatmulOp)
+    merges = _tiled_matmul(dag.nodes[anchor].op)
     return all(_read_in_place(dag.nodes[n].op, merges) for n in _upstream_inside(dag, node, inside))
+
+
+def _shared_nests(
+    dag: DataflowGraph, members: list[int], anchors: dict[int, set[int]]
+) -> set[tuple[int, int]]:
+    """Pairs of anchors that would share one loop nest: both flow into one op (SwiGLU's
+    `silu(x @ wg) * (x @ wu)`), or their results have one shape (multi-output siblings
+    get one nest). loop-tile-matmul tiles a nest with one contraction, so both would run
+    as untiled dot products. Anchors of different shapes reading one input (a transposed
+    image read by a convolution and a pooling) keep nests of their own and may share."""
+    found: set[tuple[int, int]] = set()
+    by_shape: dict[tuple[int, ...], int] = {}
+    for node in members:
+        meeting = sorted(anchors[node])
+        found.update((meeting[0], other) for other in meeting[1:])
+        if dag.nodes[node].kind is K.OUT_ELEMWISE_FUSABLE:
+            shape = graph.shape_of(dag.nodes[node].op.results[0])
+            if shape in by_shape:
+                found.add((by_shape[shape], node))
+            else:
+                by_shape[shape] = node
+    return found
 
 
 def _reaches(dag: DataflowGraph, source: int, target: int) -> bool:
@@ -173,7 +206,7 @@ def _describe(dag: DataflowGraph, pair: tuple[int, int]) -> str:
     up, down = dag.label(upstream), dag.label(node)
     both_anchors = dag.nodes[upstream].kind is dag.nodes[node].kind is K.OUT_ELEMWISE_FUSABLE
     if both_anchors and not _reaches(dag, upstream, node):
-        return f"{up} and {down} would share one kernel, where neither is tiled"
+        return f"{up} and {down} would share one loop nest, where neither is tiled"
     if dag.nodes[node].kind is K.OUT_ELEMWISE_FUSABLE:
         return f"{up} would be recomputed for every use by {down}"
     if dag.nodes[upstream].kind is K.OUT_ELEMWISE_FUSABLE:

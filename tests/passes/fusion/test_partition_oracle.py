@@ -208,12 +208,24 @@ def _layout_read_in_place(op: Operation, any_reshape: bool) -> bool:
     return len(source) <= 1
 
 
+def _shared_nest(dag: Dag, anchors: list[int], members: frozenset[int]) -> str | None:
+    shapes = [graph.shape_of(dag.ops[n].results[0]) for n in anchors]
+    if len(set(shapes)) < len(shapes):
+        return "two anchors of one shape share a kernel (one loop nest)"
+    for a, b in itertools.combinations(anchors, 2):
+        if dag.reachable([a], set(members)) & dag.reachable([b], set(members)):
+            return "two anchors flow into one op"
+    return None
+
+
 def refined_violation(kernel: graph.FusedOp, max_inputs: int, max_results: int) -> str | None:
     """Which rule of the refined partition (passes/fusion/fusion_legality) a kernel breaks.
 
-    Checked on the kernel's own body: a kernel holds at most one anchor; an anchor reads
+    Checked on the kernel's own body: two anchors never share a loop nest (one shape, or
+    one op downstream of both); an anchor reads
     in-kernel values only through layout ops (transposes, slices, reshapes: for a conv or
-    pooling only reshapes splitting one dim; nothing recomputed), and its result
+    pooling or a matmul too small to tile only reshapes splitting one dim; nothing
+    recomputed), and its result
     flows on only to elementwise ops at its own shape (TVM's epilogue); the limits hold
     for every kernel of more than one op.
     """
@@ -223,10 +235,15 @@ def refined_violation(kernel: graph.FusedOp, max_inputs: int, max_results: int) 
     if len(ops) > 1 and any(dag.kind(n) is K.OPAQUE for n in members):
         return "an opaque op shares a kernel"
     anchors = [n for n in members if dag.kind(n) is K.OUT_ELEMWISE_FUSABLE]
-    if len(anchors) > 1:
-        return "two anchors share a kernel"
+    shared = _shared_nest(dag, anchors, members)
+    if shared:
+        return shared
     for anchor in anchors:
-        is_matmul = isinstance(dag.ops[anchor], graph.MatmulOp)
+        op = dag.ops[anchor]
+        # Merging reshapes go only into matmuls big enough to tile (1 << 16 multiply-adds).
+        is_matmul = isinstance(op, graph.MatmulOp) and (
+            np.prod(graph.shape_of(op.results[0])) * graph.shape_of(op.operands[0])[-1] >= 65536
+        )
         if any(
             not _layout_read_in_place(dag.ops[p], is_matmul)
             for p in _upstream(dag, anchor, members)
