@@ -24,6 +24,7 @@ PACKAGE_DATA = (
     "graphfuse/py.typed",
     "graphfuse/passes/rewrites/rules/simplify.mlir",
     "graphfuse/runtime/parallel_runtime.c",
+    "graphfuse/profiling/profile_runtime.c",
 )
 # Large enough for a parallel loop: two threads use the runtime built from the wheel's C file.
 ADD_RELU_SUM = """\

@@ -39,11 +39,15 @@ def linearize(em: Emitter, index: Sequence[Index], shape: Sequence[int]) -> Inde
 
 
 def delinearize(em: Emitter, offset: Index, shape: Sequence[int]) -> IndexTuple:
-    """The row-major index tuple at `offset` in `shape`."""
+    """The row-major index tuple at `offset` (within `shape`) in `shape`. The outermost
+    index is the quotient itself, with no remainder: a reshape that only splits dims then
+    reads its input at an affine index, which loop-tile-matmul takes as a GEMM operand."""
     result: list[Index] = []
-    for dim in reversed(shape):
+    for dim in reversed(shape[1:]):
         result.append(em.irem(offset, dim))
         offset = em.idiv(offset, dim)
+    if shape:
+        result.append(offset)
     return tuple(reversed(result))
 
 

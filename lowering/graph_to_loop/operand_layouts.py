@@ -22,17 +22,8 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import tensor_type_of
+from graphfuse.dialects.graph.tiling_threshold import worth_tiling
 from graphfuse.dialects.loop.emitter import Index
-
-MIN_FLOPS = 1 << 16
-"""Multiply-adds below which a contraction keeps its dot-product form."""
-
-
-def worth_tiling(points: int, reduction: int) -> bool:
-    """Whether a contraction over `reduction` per output point, at `points` points, is big
-    enough to tile: smaller ones keep the dot-product form (packing would cost more than
-    it saves). loop-tile-matmul tiles exactly the contractions this accepts."""
-    return points * reduction >= MIN_FLOPS
 
 
 @dataclass(frozen=True)

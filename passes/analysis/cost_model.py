@@ -93,7 +93,7 @@ and hyperbolic functions (a polynomial or a libm call)."""
 DIVISION_FLOPS = 4
 
 
-def _elementwise_flops(op: Operation) -> int:
+def elementwise_flops(op: Operation) -> int:
     if isinstance(op, _TRANSCENDENTAL):
         return TRANSCENDENTAL_FLOPS
     if isinstance(op, _DIVIDING):
@@ -116,5 +116,5 @@ def op_flops(op: Operation) -> int:
         return elements(op.input)
     kind = fusion_kind(op)
     if kind is FusionKind.ELEMWISE or kind is FusionKind.BROADCAST:
-        return sum(elements(r) for r in op.results) * _elementwise_flops(op)
+        return sum(elements(r) for r in op.results) * elementwise_flops(op)
     return 0

@@ -6,10 +6,15 @@ Pure predicates over a `Plan` with the change applied (see `fusion_refine`):
   (`cycle_reason`); recomputing a producer in its consumers cannot close a cycle;
 - no multiplied work, as a kernel recomputes a value wherever it is read:
   * an op read by matmul, conv2d or pooling would be recomputed per output: never fused,
-    unless it and all upstream of it in the kernel are transposes, a permutation of the
-    anchor's load indices (attention's `K^T`, read in place as onnxruntime's MatMul reads
-    a transposed B); reshapes stay out, their div/mod indices defeat loop-tile-matmul;
+    unless it and all upstream of it in the kernel are layout ops whose index map is
+    cheap, so the anchor reads their input in place: transposes (attention's `K^T`, read
+    as onnxruntime's MatMul reads a transposed B), slices, reshapes that only split dims
+    (attention's heads: [S, H*D] read as [S, H, D]: affine), and into a matmul any reshape
+    (the heads merged back before the output projection: div/mod, paid when packing);
   * an anchor's result may only flow on elementwise, at its own shape (TVM's epilogue);
+  * two anchors never share a loop nest (`_shared_nests`): loop-tile-matmul takes a nest
+    with one contraction, so SwiGLU's gate and up projections, merged as siblings sharing
+    their input, would both run as untiled dot products;
   * a reduction may feed later ops (option `stitch`) only while they are no larger than
     its input, or it would be recomputed for each of the consumer's rows.
 Only violations a change *adds* count, so kernels the TVM rules formed stay legal.
@@ -17,11 +22,17 @@ Only violations a change *adds* count, so kernels the TVM rules formed stay lega
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from xdsl.dialects.builtin import Float32Type
+from xdsl.ir import Operation
+
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind
+from graphfuse.dialects.graph.tiling_threshold import worth_tiling
+from graphfuse.passes.analysis.cost_model import elementwise_flops
 from graphfuse.passes.analysis.dataflow import DataflowGraph
 from graphfuse.passes.analysis.post_dominators import combine
 from graphfuse.passes.fusion.kernel_levels import KernelLevels
@@ -31,7 +42,6 @@ K = FusionKind
 _EPILOGUE = (K.ELEMWISE, K.BROADCAST)
 """Kinds an anchor's result may flow on into inside its kernel (read elementwise): any
 other use would need the result stored anyway."""
-_PERMUTATIONS = (graph.TransposeOp,)
 
 
 @dataclass(frozen=True)
@@ -66,7 +76,11 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
         for producer in dag.nodes[node].inputs:
             if producer not in inside:
                 continue
-            if kind is K.OUT_ELEMWISE_FUSABLE and not _transposes_only(dag, producer, inside):
+            if (
+                kind is K.OUT_ELEMWISE_FUSABLE
+                and not _layout_only(dag, producer, node, inside)
+                and not _cheap_into_pool(dag, producer, node, inside)
+            ):
                 found.add((producer, node))
             epilogue = kind in _EPILOGUE and _edge_kind(dag, producer, node) is K.ELEMWISE
             if not epilogue:
@@ -80,26 +94,119 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
             source = dag.nodes[reduction].reduced
             if source is not None and size > source:
                 found.add((reduction, node))
+    found.update(_shared_nests(dag, members, anchors))
     return found
 
 
-def _transposes_only(dag: DataflowGraph, node: int, inside: set[int]) -> bool:
-    """`node` and every op upstream of it inside the kernel are transposes."""
+def _splits_only(op: graph.ReshapeOp) -> bool:
+    """Whether the reshape only splits one run of input dims (the dims it keeps at the front
+    and back aside), so its index map reads the input at an affine index."""
+    source, target = graph.shape_of(op.input), graph.shape_of(op.result)
+    head = 0
+    while head < min(len(source), len(target)) and source[head] == target[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(source), len(target)) - head and source[-1 - tail] == target[-1 - tail]:
+        tail += 1
+    return len(source) - head - tail <= 1
+
+
+def _read_in_place(op: Operation, merges: bool) -> bool:
+    """A layout op an anchor can read through without recomputing anything; reshapes that
+    merge dims only when `merges` (a matmul: its operands are packed once per call, so the
+    div/mod of their index costs little, where a convolution's im2col would pay it for
+    every element of every window, and a matmul too small to tile for every multiply-add)."""
+    if isinstance(op, graph.ReshapeOp):
+        return merges or _splits_only(op)
+    return isinstance(op, graph.TransposeOp | graph.SliceOp)
+
+
+POOL_RECOMPUTE_LIMIT = 4
+"""A pooling window reads each input element about kh*kw / (sh*sw) times; up to this many
+recomputations of a one-flop elementwise producer cost less than storing and reloading it."""
+
+
+def _cheap_into_pool(dag: DataflowGraph, node: int, anchor: int, inside: set[int]) -> bool:
+    """`node` and everything upstream of it in the kernel are one-flop elementwise ops
+    (ReLU, add, max, ...) and `anchor` is a pooling whose windows overlap little."""
+    pool = dag.nodes[anchor].op
+    if not isinstance(pool, graph.Pool2dOp):
+        return False
+    window = math.prod(pool.kernel.get_values()) / math.prod(pool.strides.get_values())
+    if window > POOL_RECOMPUTE_LIMIT:
+        return False
+    upstream = _upstream_inside(dag, node, inside)
+    return all(
+        dag.nodes[n].kind in _EPILOGUE and elementwise_flops(dag.nodes[n].op) == 1 for n in upstream
+    )
+
+
+def _upstream_inside(dag: DataflowGraph, node: int, inside: set[int]) -> set[int]:
     pending, seen = [node], set[int]()
     while pending:
         current = pending.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        if not isinstance(dag.nodes[current].op, _PERMUTATIONS):
-            return False
-        pending.extend(p for p in dag.nodes[current].inputs if p in inside)
-    return True
+        if current not in seen:
+            seen.add(current)
+            pending.extend(p for p in dag.nodes[current].inputs if p in inside)
+    return seen
+
+
+def _tiled_matmul(op: Operation) -> bool:
+    """An f32 matmul loop-tile-matmul computes as a GEMM, packing its operands."""
+    if not isinstance(op, graph.MatmulOp):
+        return False
+    result = graph.tensor_type_of(op.result)
+    points = math.prod(result.get_shape())
+    reduction = graph.shape_of(op.lhs)[-1]
+    return isinstance(result.get_element_type(), Float32Type) and worth_tiling(points, reduction)
+
+
+def _layout_only(dag: DataflowGraph, node: int, anchor: int, inside: set[int]) -> bool:
+    """`node` and every op upstream of it inside the kernel are read in place by `anchor`."""
+    merges = _tiled_matmul(dag.nodes[anchor].op)
+    return all(_read_in_place(dag.nodes[n].op, merges) for n in _upstream_inside(dag, node, inside))
+
+
+def _shared_nests(
+    dag: DataflowGraph, members: list[int], anchors: dict[int, set[int]]
+) -> set[tuple[int, int]]:
+    """Pairs of anchors that would share one loop nest: both flow into one op (SwiGLU's
+    `silu(x @ wg) * (x @ wu)`), or their results have one shape (multi-output siblings
+    get one nest). loop-tile-matmul tiles a nest with one contraction, so both would run
+    as untiled dot products. Anchors of different shapes reading one input (a transposed
+    image read by a convolution and a pooling) keep nests of their own and may share."""
+    found: set[tuple[int, int]] = set()
+    by_shape: dict[tuple[int, ...], int] = {}
+    for node in members:
+        meeting = sorted(anchors[node])
+        found.update((meeting[0], other) for other in meeting[1:])
+        if dag.nodes[node].kind is K.OUT_ELEMWISE_FUSABLE:
+            shape = graph.shape_of(dag.nodes[node].op.results[0])
+            if shape in by_shape:
+                found.add((by_shape[shape], node))
+            else:
+                by_shape[shape] = node
+    return found
+
+
+def _reaches(dag: DataflowGraph, source: int, target: int) -> bool:
+    pending, seen = [source], {source}
+    while pending:
+        for edge in dag.nodes[pending.pop()].outputs:
+            if edge.consumer == target:
+                return True
+            if edge.consumer not in seen:
+                seen.add(edge.consumer)
+                pending.append(edge.consumer)
+    return False
 
 
 def _describe(dag: DataflowGraph, pair: tuple[int, int]) -> str:
     upstream, node = pair
     up, down = dag.label(upstream), dag.label(node)
+    both_anchors = dag.nodes[upstream].kind is dag.nodes[node].kind is K.OUT_ELEMWISE_FUSABLE
+    if both_anchors and not _reaches(dag, upstream, node):
+        return f"{up} and {down} would share one loop nest, where neither is tiled"
     if dag.nodes[node].kind is K.OUT_ELEMWISE_FUSABLE:
         return f"{up} would be recomputed for every use by {down}"
     if dag.nodes[upstream].kind is K.OUT_ELEMWISE_FUSABLE:

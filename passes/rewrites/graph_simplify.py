@@ -8,8 +8,9 @@
 ```
 
 Rules are PDL patterns (`rules/simplify.mlir`, plus a user's file given as `rules=`), and
-patterns that compute new constants or permutations (`folding.py`) or move scalar scales
-behind matmuls (`scale_hoisting.py`). One greedy walk
+patterns that compute new constants or permutations (`folding.py`), move scalar scales
+behind matmuls (`scale_hoisting.py`) or merge matmuls sharing their input and reading
+constant weights into one (`sibling_matmuls.py`). One greedy walk
 applies them all; xDSL's common-subexpression and dead-code elimination follow.
 """
 
@@ -27,6 +28,7 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 from graphfuse.passes.rewrites.folding import ComposeTransposes, FoldConstants
 from graphfuse.passes.rewrites.pdl_rules import builtin_rules, load_rule_file
 from graphfuse.passes.rewrites.scale_hoisting import FoldScalarScales, HoistScalarScales
+from graphfuse.passes.rewrites.sibling_matmuls import MergeSiblingMatmuls
 
 
 def simplify_patterns(rules: str | None, fold_constants: bool) -> list[RewritePattern]:
@@ -35,6 +37,7 @@ def simplify_patterns(rules: str | None, fold_constants: bool) -> list[RewritePa
     if rules:
         patterns.extend(load_rule_file(rules))
     patterns += [ComposeTransposes(), HoistScalarScales(), FoldScalarScales()]
+    patterns.append(MergeSiblingMatmuls())
     if fold_constants:
         patterns.append(FoldConstants())
     return patterns

@@ -108,3 +108,47 @@ func.func @qkv_projections(%x: tensor<16x32xf32>, %wq: tensor<32x32xf32>, %bq: t
   %k1 = graph.add %k0, %bk : (tensor<16x32xf32>, tensor<32xf32>) -> tensor<16x32xf32>
   func.return %q1, %k1 : tensor<16x32xf32>, tensor<16x32xf32>
 }
+
+// -----
+
+// SwiGLU: the gate and up projections read one input and meet in one multiply. They stay
+// two kernels, each a matmul with its epilogue (the up kernel reads the gate's result):
+// loop-tile-matmul tiles a kernel with one contraction, so a kernel holding both would
+// compute them as untiled dot products.
+// CHECK-LABEL: func.func @swiglu_two_matmuls
+// CHECK:       %[[G:.*]] = graph.fused "fused_matmul_sigmoid_mul"(%x, %wg)
+// CHECK:       graph.fused "fused_matmul_mul"(%x, %wu, %[[G]])
+// CHECK-NOT:   graph.fused "fused_matmul_matmul
+func.func @swiglu_two_matmuls(%x: tensor<64x256xf32>, %wg: tensor<256x512xf32>, %wu: tensor<256x512xf32>) -> tensor<64x512xf32> {
+  %g = graph.matmul %x, %wg : (tensor<64x256xf32>, tensor<256x512xf32>) -> tensor<64x512xf32>
+  %u = graph.matmul %x, %wu : (tensor<64x256xf32>, tensor<256x512xf32>) -> tensor<64x512xf32>
+  %s = graph.sigmoid %g : tensor<64x512xf32>
+  %a = graph.mul %g, %s : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32>
+  %h = graph.mul %a, %u : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32>
+  func.return %h : tensor<64x512xf32>
+}
+
+// -----
+
+// A one-flop elementwise producer joins a pooling whose windows overlap little (3x3,
+// stride 2: each input read about 2.25 times): ReLU is recomputed per window read rather
+// than stored and loaded back.
+// CHECK-LABEL: func.func @relu_into_max_pool
+// CHECK-NEXT:  graph.fused "fused_relu_max_pool2d"(%x)
+func.func @relu_into_max_pool(%x: tensor<1x8x32x32xf32>) -> tensor<1x8x16x16xf32> {
+  %r = graph.relu %x : tensor<1x8x32x32xf32>
+  %p = graph.max_pool2d %r kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] : tensor<1x8x32x32xf32> -> tensor<1x8x16x16xf32>
+  func.return %p : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+// Into a stride-1 3x3 window (9 reads of each input) it stays out.
+// CHECK-LABEL: func.func @relu_before_overlapping_pool
+// CHECK-NEXT:  %[[R:.*]] = graph.fused "fused_relu"(%x)
+// CHECK:       graph.fused "fused_max_pool2d"(%[[R]])
+func.func @relu_before_overlapping_pool(%x: tensor<1x8x32x32xf32>) -> tensor<1x8x32x32xf32> {
+  %r = graph.relu %x : tensor<1x8x32x32xf32>
+  %p = graph.max_pool2d %r kernel = [3, 3] strides = [1, 1] padding = [1, 1, 1, 1] : tensor<1x8x32x32xf32> -> tensor<1x8x32x32xf32>
+  func.return %p : tensor<1x8x32x32xf32>
+}

@@ -31,19 +31,21 @@ def _dense(shape: tuple[int, ...], seed: int) -> str:
 
 
 def _projections(count: int) -> str:
-    """x @ W_i + b_i for `count` pairs of constant weights and biases (Q, K, V, ...)."""
+    """x_i @ W_i + b_i for `count` pairs of constant weights and biases, each projection
+    reading an input of its own (projections of one input merge into one GEMM before
+    lowering: graph-simplify's sibling matmuls)."""
     lines: list[str] = []
     for i in range(count):
         lines += [
             f"  %w{i} = graph.constant {_dense((64, 64), 2 * i)} : tensor<64x64xf32>",
             f"  %b{i} = graph.constant {_dense((64,), 2 * i + 1)} : tensor<64xf32>",
-            f"  %m{i} = graph.matmul %x, %w{i} : ({_TYPE}, tensor<64x64xf32>) -> {_TYPE}",
+            f"  %m{i} = graph.matmul %x{i}, %w{i} : ({_TYPE}, tensor<64x64xf32>) -> {_TYPE}",
             f"  %p{i} = graph.add %m{i}, %b{i} : ({_TYPE}, tensor<64xf32>) -> {_TYPE}",
         ]
     results = ", ".join(f"%p{i}" for i in range(count))
     types = ", ".join([_TYPE] * count)
     return (
-        f"func.func @main(%x: {_TYPE}) -> ({types}) {{\n"
+        f"func.func @main({', '.join(f'%x{i}: {_TYPE}' for i in range(count))}) -> ({types}) {{\n"
         + "\n".join(lines)
         + f"\n  func.return {results} : {types}\n}}"
     )

@@ -231,9 +231,10 @@ def test_violations_let_a_transpose_into_its_matmul():
     assert _anchor_prologue(twice) == set()
 
 
-def test_violations_keep_arithmetic_and_reshapes_out_of_a_matmul():
-    """Arithmetic upstream of the transpose would be recomputed per use; a reshape's div/mod
-    indices keep loop-tile-matmul from tiling the nest."""
+def test_violations_keep_arithmetic_out_of_a_matmul_and_let_reshapes_in():
+    """Arithmetic upstream of the transpose would be recomputed per use. A reshape that
+    merges dims costs a div/mod per read: it goes only into a matmul big enough to tile,
+    whose packing reads each operand element once; one that splits dims is affine."""
     computed = "\n".join(
         [
             f"  %e = graph.exp %k : {_Q}",
@@ -243,6 +244,15 @@ def test_violations_keep_arithmetic_and_reshapes_out_of_a_matmul():
     assert len(_anchor_prologue(computed)) == 1
     reshaped = f"  %kt = graph.reshape %k : {_Q} -> {_KT}"
     assert len(_anchor_prologue(reshaped)) == 1
+    q, kt, s = "tensor<2x128x64xf32>", "tensor<2x64x128xf32>", "tensor<2x128x128xf32>"
+    for source, producer in [
+        (q, f"  %kt = graph.reshape %k : {q} -> {kt}"),
+        ("tensor<2x64x8x16xf32>", f"  %kt = graph.reshape %k : tensor<2x64x8x16xf32> -> {kt}"),
+    ]:
+        body = f"{producer}\n  %s = graph.matmul %q, %kt : ({q}, {kt}) -> {s}"
+        function = _function(body, f"%q: {q}, %k: {source}", "%s", s)
+        dag = DataflowGraph.from_block(function.body.block)
+        assert violations(dag, range(len(dag)), stitch=True) == set()
 
 
 def test_graph_fuse_puts_attention_transpose_in_the_matmul_kernel():

@@ -193,11 +193,39 @@ def tvm_violation(dag: Dag, members: frozenset[int]) -> str | None:
     return None
 
 
+def _layout_read_in_place(op: Operation, any_reshape: bool) -> bool:
+    if isinstance(op, graph.TransposeOp | graph.SliceOp):
+        return True
+    if not isinstance(op, graph.ReshapeOp):
+        return False
+    if any_reshape:
+        return True
+    source, target = list(graph.shape_of(op.input)), list(graph.shape_of(op.result))
+    while source and target and source[0] == target[0]:
+        source.pop(0), target.pop(0)
+    while source and target and source[-1] == target[-1]:
+        source.pop(), target.pop()
+    return len(source) <= 1
+
+
+def _shared_nest(dag: Dag, anchors: list[int], members: frozenset[int]) -> str | None:
+    shapes = [graph.shape_of(dag.ops[n].results[0]) for n in anchors]
+    if len(set(shapes)) < len(shapes):
+        return "two anchors of one shape share a kernel (one loop nest)"
+    for a, b in itertools.combinations(anchors, 2):
+        if dag.reachable([a], set(members)) & dag.reachable([b], set(members)):
+            return "two anchors flow into one op"
+    return None
+
+
 def refined_violation(kernel: graph.FusedOp, max_inputs: int, max_results: int) -> str | None:
     """Which rule of the refined partition (passes/fusion/fusion_legality) a kernel breaks.
 
-    Checked on the kernel's own body: an anchor reads in-kernel values only through
-    transposes (a permutation of its load indices, nothing recomputed), and its result
+    Checked on the kernel's own body: two anchors never share a loop nest (one shape, or
+    one op downstream of both); an anchor reads
+    in-kernel values only through layout ops (transposes, slices, reshapes: for a conv or
+    pooling or a matmul too small to tile only reshapes splitting one dim; nothing
+    recomputed), and its result
     flows on only to elementwise ops at its own shape (TVM's epilogue); the limits hold
     for every kernel of more than one op.
     """
@@ -206,11 +234,21 @@ def refined_violation(kernel: graph.FusedOp, max_inputs: int, max_results: int) 
     members = frozenset(range(len(ops)))
     if len(ops) > 1 and any(dag.kind(n) is K.OPAQUE for n in members):
         return "an opaque op shares a kernel"
-    for anchor in (n for n in members if dag.kind(n) is K.OUT_ELEMWISE_FUSABLE):
+    anchors = [n for n in members if dag.kind(n) is K.OUT_ELEMWISE_FUSABLE]
+    shared = _shared_nest(dag, anchors, members)
+    if shared:
+        return shared
+    for anchor in anchors:
+        op = dag.ops[anchor]
+        # Merging reshapes go only into matmuls big enough to tile (1 << 16 multiply-adds).
+        is_matmul = isinstance(op, graph.MatmulOp) and (
+            np.prod(graph.shape_of(op.results[0])) * graph.shape_of(op.operands[0])[-1] >= 65536
+        )
         if any(
-            not isinstance(dag.ops[p], graph.TransposeOp) for p in _upstream(dag, anchor, members)
+            not _layout_read_in_place(dag.ops[p], is_matmul)
+            for p in _upstream(dag, anchor, members)
         ):
-            return f"{dag.ops[anchor].name} reads a computed (non-transpose) value in its kernel"
+            return f"{dag.ops[anchor].name} reads a computed (non-layout) value in its kernel"
         epilogue = {anchor}
         for node in sorted(dag.reachable([anchor])):
             incoming = [k for p in epilogue for c, k in dag.edges[p] if c == node]
@@ -557,11 +595,12 @@ HAND_CASES = {
         f"""  %m = graph.matmul %x, %y : ({A}, {T}) -> {S}
   %n = graph.matmul %x, %y : ({A}, {T}) -> {S}
   %a = graph.add %m, %n : ({S}, {S}) -> {S}""",
-        # Priority fusion then saves storing n: a second anchor in an epilogue is legal.
+        # Priority fusion would save storing n, but a kernel holds one anchor: the GEMM
+        # tiler takes one contraction per kernel, and two would both run untiled.
         "%a",
         S,
         [["m", "a"], ["n"]],
-        [["m", "n", "a"]],
+        [["m", "a"], ["n"]],
     ),
     "broadcast_edge_stops_the_epilogue": (
         f"""  %r = graph.reduce_max %x axes = [1] keepdims : {A} -> {R}

@@ -1,0 +1,21 @@
+"""The size from which a contraction is computed as a tiled GEMM rather than as one dot
+product per output point.
+
+It lives with the graph dialect because two layers read it: loop-tile-matmul (lowering),
+which tiles exactly the contractions `worth_tiling` accepts, and graph-fuse's legality
+(passes), which lets a matmul read a reshape that merges dims in place only when the
+matmul is tiled: packing evaluates the reshape's div/mod once per operand element, where a
+dot-product nest would evaluate it for every multiply-add.
+"""
+
+from __future__ import annotations
+
+MIN_FLOPS = 1 << 16
+"""Multiply-adds below which a contraction keeps its dot-product form."""
+
+
+def worth_tiling(points: int, reduction: int) -> bool:
+    """Whether a contraction over `reduction` per output point, at `points` points, is big
+    enough to tile: smaller ones keep the dot-product form (packing would cost more than
+    it saves)."""
+    return points * reduction >= MIN_FLOPS
