@@ -37,6 +37,18 @@ def _total(values: Iterable[SSAValue]) -> int:
     return sum(value_bytes(v) for v in values)
 
 
+def _read(value: SSAValue, reader: Operation | None = None) -> int:
+    """Bytes a kernel reads of `value`: all of it, except a table only gathered from (an
+    embedding), of which it reads at most the rows gathered. `reader`: the one op reading
+    it (an unfused op), else its uses inside the kernel."""
+    readers = [(reader, reader.operands.index(value))] if reader else []
+    readers = readers or [(use.operation, use.index) for use in value.uses]
+    gathers = [op for op, index in readers if isinstance(op, graph.GatherOp) and index == 0]
+    if not readers or len(gathers) != len(readers):
+        return value_bytes(value)
+    return min(value_bytes(value), sum(value_bytes(g.result) for g in gathers))
+
+
 @dataclass(frozen=True)
 class KernelStats:
     """What one kernel holds and moves."""
@@ -62,7 +74,8 @@ def _fused_stats(op: graph.FusedOp) -> KernelStats:
         name=op.sym_name.data,
         kind=op.kind.data.value,
         ops=tuple(inner.name.removeprefix("graph.") for inner in computing),
-        bytes_read=_total(op.inputs) + _total(c.result for c in constants),
+        bytes_read=sum(_read(a) for a in op.body.block.args)
+        + sum(_read(c.result) for c in constants),
         bytes_written=_total(op.results),
         bytes_internal=_total(internal),
     )
@@ -74,7 +87,7 @@ def _single_op_stats(op: Operation) -> KernelStats:
         name=short,
         kind=fusion_kind(op).value,
         ops=(short,),
-        bytes_read=_total(dict.fromkeys(op.operands)),
+        bytes_read=sum(_read(v, op) for v in dict.fromkeys(op.operands)),
         bytes_written=_total(op.results),
         bytes_internal=0,
     )
