@@ -10,7 +10,9 @@ panels (operand_packing.py) and the output computed in MR x NR register tiles by
 `scf.parallel`, the epilogue run on each finished tile (tile_kernels.py). Packed operands are
 scratch buffers the caller allocates once; an operand that reads only constants (a model's
 weights) is packed on the first call only. Nests contractions.py does not take, and those
-too small to be worth tiling, are left for convert-loop-to-upstream.
+too small to be worth tiling, are left for convert-loop-to-upstream. The pass also splits
+zero-padded operand copies into a fill and an interior copy (padded_copies.py), which the
+convolutions it tiles and those it leaves read.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from graphfuse.lowering.cpu.gemm.split_reductions import split_reductions
 from graphfuse.lowering.cpu.gemm.tile_kernels import TaskEmitter
 from graphfuse.lowering.cpu.gemm.tile_plan import plan_tiling
 from graphfuse.lowering.cpu.lanes import DEFAULT_LANES
+from graphfuse.lowering.cpu.padded_copies import split_padded_copies
 
 Pack = Callable[[GemmBuilder], None]
 
@@ -115,6 +118,7 @@ class LoopTileMatmulPass(ModulePass):
             before = len(kernel.body.block.args)
             positions = constants.get(kernel.sym_name.data, set())
             split_reductions(kernel)
+            split_padded_copies(kernel)
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
                 found = match_contraction(nest)
                 if found is not None:
