@@ -69,7 +69,7 @@ def test_two_groups_become_two_convolutions_and_a_concat() -> None:
     [
         _grouped(1, 64, 64, (20, 20), 64),  # depthwise: one input channel per group
         _grouped(1, 64, 64, (20, 20), 16),  # 4 filters per group: too short for tiles
-        _grouped(1, 32, 32, (5, 5), 2),  # too little work to tile
+        _grouped(1, 32, 32, (1, 1), 2),  # too little work to tile
         _grouped(2, 32, 48, (20, 20), 2, dtype="f16"),  # loop-tile-matmul is f32 only
         _grouped(1, 256, 256, (10, 10), 128),  # more groups than MAX_GROUPS (and 2 per group)
     ],
