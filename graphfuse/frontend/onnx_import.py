@@ -77,6 +77,14 @@ class _Evaluator(Protocol):
         ...
 
 
+def _evaluate_quietly(evaluator: _Evaluator, feeds: dict[str, Any]) -> dict[str, Any] | list[Any]:
+    """The node's outputs, without NumPy's warnings: a folded value may hold log(0) or an
+    inf cast to an integer that the model masks later (T5's relative-position buckets),
+    and an import is no place to print them."""
+    with np.errstate(all="ignore"):
+        return evaluator.run(None, feeds)
+
+
 def from_onnx(
     model: Any,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
@@ -307,7 +315,7 @@ class _Importer:
         feeds = {n: v for n, v in zip(node.input, inputs, strict=True) if n}
         try:
             evaluator = cast(_Evaluator, ReferenceEvaluator(node, opsets=self._opsets()))
-            outputs = evaluator.run(None, feeds)
+            outputs = _evaluate_quietly(evaluator, feeds)
         except Exception as error:  # the evaluator raises many kinds on bad nodes
             if node.op_type in CONVERTERS:
                 # onnx.reference lacks some ops (Gelu): build the graph op, which
