@@ -10,9 +10,9 @@ over the source's extents that copies the interior, indexed by plain offsets (ve
 along the rows where the copy keeps their order).
 
 The nest taken: one load whose indices are nest indices, constants or clamps
-`min(max(i + c, 0), E - 1)` of a nest index i, a select of that load or 0.0 on exactly the
-conjunction of `i + c >= 0` and `i + c < E` over the clamps, and one store of it at the
-nest's own indices, in order.
+`min(max(i + c, 0), E - 1)` (c = 0: `min(max(i, 0), E - 1)`) of a nest index i, a select
+of that load or zero on exactly the conjunction of `i + c >= 0` and `i + c < E` over the
+clamps, and one store of it at the nest's own indices, in order.
 """
 
 from __future__ import annotations
@@ -63,15 +63,18 @@ def _pair(op: Operation, kind: type[Operation]) -> tuple[SSAValue, int] | None:
 
 def _clamp(value: SSAValue, args: list[SSAValue]) -> _Clamp | None:
     upper = _pair(value.owner, arith.MinSIOp) if isinstance(value.owner, Operation) else None
-    if upper is None or not isinstance(upper[0].owner, Operation):
+    if upper is None:
         return None
-    lower = _pair(upper[0].owner, arith.MaxSIOp)
-    if lower is None or lower[1] != 0 or not isinstance(lower[0].owner, Operation):
+    lower = _pair(upper[0].owner, arith.MaxSIOp) if isinstance(upper[0].owner, Operation) else None
+    if lower is None or lower[1] != 0:
         return None
-    shift = _pair(lower[0].owner, arith.AddiOp)
+    shifted = lower[0]
+    if shifted in args:  # no offset: padding at the end only
+        return _Clamp(args.index(shifted), 0, upper[1] + 1, value, shifted)
+    shift = _pair(shifted.owner, arith.AddiOp) if isinstance(shifted.owner, Operation) else None
     if shift is None or shift[0] not in args:
         return None
-    return _Clamp(args.index(shift[0]), shift[1], upper[1] + 1, value, lower[0])
+    return _Clamp(args.index(shift[0]), shift[1], upper[1] + 1, value, shifted)
 
 
 def _tests(condition: SSAValue) -> set[tuple[SSAValue, str, int]] | None:

@@ -16,12 +16,14 @@ def _t(*shape: int) -> str:
 
 
 def _conv(batch: int, channels: int, size: int, stride: int, pad: int, groups: int) -> str:
-    out = (size + 2 * pad - 3) // stride + 1
+    """pad < 0: -pad at the bottom and right only (TF's 'same' padding at stride 2)."""
+    pads = [pad] * 4 if pad >= 0 else [0, 0, -pad, -pad]
+    out = (size + sum(pads[::2]) - 3) // stride + 1
     x, w = _t(batch, channels, size, size), _t(channels, channels // groups, 3, 3)
     y = _t(batch, channels, out, out)
     return f"""
 func.func @main(%x: {x}, %w: {w}) -> {y} {{
-  %0 = graph.conv2d %x, %w strides = [{stride}, {stride}] padding = [{pad}, {pad}, {pad}, {pad}] groups = {groups} : ({x}, {w}) -> {y}
+  %0 = graph.conv2d %x, %w strides = [{stride}, {stride}] padding = {pads} groups = {groups} : ({x}, {w}) -> {y}
   %1 = graph.relu %0 : {y}
   func.return %1 : {y}
 }}
@@ -31,6 +33,7 @@ func.func @main(%x: {x}, %w: {w}) -> {y} {{
 CASES = [
     (1, 16, 20, 1, 1, 16),  # depthwise, row-padded NCHW copy
     (2, 8, 15, 2, 2, 8),  # depthwise, stride 2, padding 2, odd size
+    (1, 8, 16, 2, -1, 8),  # depthwise, stride 2, padding at the end only
     (1, 16, 12, 1, 1, 1),  # tiled convolution, NHWC copy
     (2, 8, 9, 2, 1, 1),  # tiled convolution, stride 2
 ]
