@@ -6,11 +6,11 @@ Pure predicates over a `Plan` with the change applied (see `fusion_refine`):
   (`cycle_reason`); recomputing a producer in its consumers cannot close a cycle;
 - no multiplied work, as a kernel recomputes a value wherever it is read:
   * an op read by matmul, conv2d or pooling would be recomputed per output: never fused,
-    unless it and all upstream of it in the kernel are layout ops whose index map is
-    cheap, so the anchor reads their input in place: transposes (attention's `K^T`, read
-    as onnxruntime's MatMul reads a transposed B), slices, reshapes that only split dims
-    (attention's heads: [S, H*D] read as [S, H, D]: affine), and into a matmul any reshape
-    (the heads merged back before the output projection: div/mod, paid when packing);
+    unless it and all upstream of it in the kernel are layout ops the anchor reads in
+    place (`_read_in_place`): transposes (attention's `K^T`, read as onnxruntime's MatMul
+    reads a transposed B) and, into a matmul, slices and reshapes (attention's heads);
+    or one-flop elementwise ops into a pooling whose windows overlap little
+    (`_cheap_into_pool`: ReLU before MaxPool);
   * an anchor's result may only flow on elementwise, at its own shape (TVM's epilogue);
   * two anchors never share a loop nest (`_shared_nests`): loop-tile-matmul takes a nest
     with one contraction, so SwiGLU's gate and up projections, merged as siblings sharing
@@ -111,14 +111,21 @@ def _splits_only(op: graph.ReshapeOp) -> bool:
     return len(source) - head - tail <= 1
 
 
-def _read_in_place(op: Operation, merges: bool) -> bool:
-    """A layout op an anchor can read through without recomputing anything; reshapes that
-    merge dims only when `merges` (a matmul: its operands are packed once per call, so the
-    div/mod of their index costs little, where a convolution's im2col would pay it for
-    every element of every window, and a matmul too small to tile for every multiply-add)."""
+def _read_in_place(op: Operation, anchor: Operation) -> bool:
+    """A layout op `anchor` can read through without recomputing anything. Any anchor reads
+    through a transpose (an NHWC image into a convolution). Only a matmul reads through
+    slices and reshapes: a convolution copies its input into a padded NHWC buffer only
+    when it is a kernel input (a grouped convolution's per-group slices, read in place,
+    made im2col pack point by point: 4x slower). A reshape that merges dims goes only into
+    a matmul big enough to tile, whose operands are packed once per call (a small one would
+    pay the div/mod for every multiply-add)."""
+    if isinstance(op, graph.TransposeOp):
+        return True
+    if not isinstance(anchor, graph.MatmulOp):
+        return False
     if isinstance(op, graph.ReshapeOp):
-        return merges or _splits_only(op)
-    return isinstance(op, graph.TransposeOp | graph.SliceOp)
+        return _splits_only(op) or _tiled_matmul(anchor)
+    return isinstance(op, graph.SliceOp)
 
 
 POOL_RECOMPUTE_LIMIT = 4
@@ -163,8 +170,8 @@ def _tiled_matmul(op: Operation) -> bool:
 
 def _layout_only(dag: DataflowGraph, node: int, anchor: int, inside: set[int]) -> bool:
     """`node` and every op upstream of it inside the kernel are read in place by `anchor`."""
-    merges = _tiled_matmul(dag.nodes[anchor].op)
-    return all(_read_in_place(dag.nodes[n].op, merges) for n in _upstream_inside(dag, node, inside))
+    op = dag.nodes[anchor].op
+    return all(_read_in_place(dag.nodes[n].op, op) for n in _upstream_inside(dag, node, inside))
 
 
 def _shared_nests(

@@ -193,12 +193,19 @@ def tvm_violation(dag: Dag, members: frozenset[int]) -> str | None:
     return None
 
 
-def _layout_read_in_place(op: Operation, any_reshape: bool) -> bool:
-    if isinstance(op, graph.TransposeOp | graph.SliceOp):
+def _layout_read_in_place(op: Operation, anchor: Operation) -> bool:
+    """Transposes into any anchor; slices and reshapes into a matmul only, and a reshape
+    that merges dims only into a matmul of at least 8,192 multiply-adds (tiled)."""
+    if isinstance(op, graph.TransposeOp):
         return True
-    if not isinstance(op, graph.ReshapeOp):
+    if not isinstance(anchor, graph.MatmulOp) or not isinstance(
+        op, graph.SliceOp | graph.ReshapeOp
+    ):
         return False
-    if any_reshape:
+    if isinstance(op, graph.SliceOp):
+        return True
+    work = np.prod(graph.shape_of(anchor.results[0])) * graph.shape_of(anchor.operands[0])[-1]
+    if work >= 8192:
         return True
     source, target = list(graph.shape_of(op.input)), list(graph.shape_of(op.result))
     while source and target and source[0] == target[0]:
@@ -240,14 +247,7 @@ def refined_violation(kernel: graph.FusedOp, max_inputs: int, max_results: int) 
         return shared
     for anchor in anchors:
         op = dag.ops[anchor]
-        # Merging reshapes go only into matmuls big enough to tile (1 << 16 multiply-adds).
-        is_matmul = isinstance(op, graph.MatmulOp) and (
-            np.prod(graph.shape_of(op.results[0])) * graph.shape_of(op.operands[0])[-1] >= 65536
-        )
-        if any(
-            not _layout_read_in_place(dag.ops[p], is_matmul)
-            for p in _upstream(dag, anchor, members)
-        ):
+        if any(not _layout_read_in_place(dag.ops[p], op) for p in _upstream(dag, anchor, members)):
             return f"{dag.ops[anchor].name} reads a computed (non-layout) value in its kernel"
         epilogue = {anchor}
         for node in sorted(dag.reachable([anchor])):
