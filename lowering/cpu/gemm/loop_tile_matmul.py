@@ -31,6 +31,7 @@ from xdsl.traits import SymbolTable
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop import abi
 from graphfuse.dialects.loop.calls import constant_arguments
+from graphfuse.lowering.cpu.depthwise import vectorise_depthwise
 from graphfuse.lowering.cpu.gemm.contractions import (
     Contraction,
     match_contraction,
@@ -119,6 +120,7 @@ class LoopTileMatmulPass(ModulePass):
             positions = constants.get(kernel.sym_name.data, set())
             split_reductions(kernel)
             split_padded_copies(kernel)
+            vectorise_depthwise(kernel, self.lanes)
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
                 found = match_contraction(nest)
                 if found is not None:

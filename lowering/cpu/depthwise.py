@@ -1,0 +1,256 @@
+"""Depthwise convolutions vectorised across channels.
+
+convert-graph-to-loop writes a depthwise convolution (one input channel per group) as a
+nest over the NCHW output points `[N, C, Ho, Wo]` with a `loop.reduce add [1, KH, KW]`
+inside. convert-loop-to-upstream vectorises the innermost dimension, the output row, around
+the reduction's loops: a row of 7 or 8 points (ConvNeXt's and MobileViT's late stages)
+fills half a vector at best, and the taps stay loops inside it (2-3 GFLOP/s).
+
+Here such a nest, when its rows are narrow or its taps many (see `_MANY_TAPS`), becomes
+- a copy of the (padded) input into channels-last order `[N, Hp, Wp, C]` and of the
+  weights into `[1, KH, KW, C]`, scratch buffers of the kernel;
+- a nest over `[N, Ho, Wo, C]`, channels innermost (contiguous in both copies), whose body
+  is the reduction's body once per tap (the taps unrolled, summed in a few independent
+  chains so the multiply-adds overlap), then the nest's own epilogue (bias, activation,
+  residual, ...) and stores, as before, at the same NCHW output points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+from xdsl.dialects import arith
+from xdsl.dialects.arith import FastMathFlag
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
+from xdsl.ir import Block, Operation, SSAValue
+
+from graphfuse.dialects import loop
+
+_CONTRACT = arith.FastMathFlagsAttr((FastMathFlag.ALLOW_CONTRACT,))
+_CHAINS = 4
+"""Independent partial sums of the taps (a multiply-add's latency over its throughput)."""
+_MANY_TAPS = 25
+"""From this many taps (5x5) on, the channels-last nest is taken at any row width: the
+row-vectorised nest keeps the taps as loops inside the vector loop (7x7 [8,96,56,56]: 8x
+slower). Below it (3x3), only rows of at most half a vector are: the copies and the
+NCHW stores across channels cost more than the taps where rows fill a vector (3x3 on
+14-wide rows, 16 lanes: 3.2x slower; on 7-wide rows: 0.76x the time)."""
+_MAX_TAPS = 81
+"""More taps than this stay a loop (the unrolled body would grow past what is worth it)."""
+
+
+@dataclass(frozen=True)
+class _Depthwise:
+    nest: loop.ParallelOp
+    reduce: loop.ReduceOp
+    image: loop.LoadOp
+    """The input load: [n, c, h, w] with n, c the nest's first two indices."""
+    weight: loop.LoadOp
+    """The weight load: [c, ...] with c the nest's second index."""
+
+
+def _buffer_shape(value: SSAValue) -> tuple[int, ...] | None:
+    typ = value.type
+    if not isinstance(typ, MemRefType):
+        return None
+    shape = tuple(typ.get_shape())
+    return shape if all(s > 0 for s in shape) else None
+
+
+def _outside(value: SSAValue, nest: Operation) -> bool:
+    """`value` is defined outside `nest` (a kernel argument or an op before it)."""
+    owner = value.owner
+    if isinstance(owner, Block):
+        return owner.parent_op() is not nest and not nest.is_ancestor(owner.parent_op())
+    return not nest.is_ancestor(owner)
+
+
+def match_depthwise(nest: loop.ParallelOp, lanes: int) -> _Depthwise | None:
+    """The depthwise convolution `nest` computes, if it is one this module takes."""
+    if len(nest.shape) != 4 or nest.shape[1] < 8:
+        return None
+    reduces = [op for op in nest.body.block.ops if isinstance(op, loop.ReduceOp)]
+    others = [op for op in nest.body.block.ops if op.regions and op not in reduces]
+    if len(reduces) != 1 or others:
+        return None
+    reduce = reduces[0]
+    if reduce.kind.data != loop.ReduceKind.ADD or len(reduce.shape) != 3:
+        return None
+    taps = reduce.shape[0] * reduce.shape[1] * reduce.shape[2]
+    if reduce.shape[0] != 1 or taps > _MAX_TAPS or not _outside(reduce.init, nest):
+        return None
+    if taps < _MANY_TAPS and 2 * nest.shape[3] > lanes:
+        return None
+    loads = _loads(nest, reduce)
+    if loads is None:
+        return None
+    image, weight = loads
+    return _Depthwise(nest, reduce, image, weight)
+
+
+def _loads(nest: loop.ParallelOp, reduce: loop.ReduceOp) -> tuple[loop.LoadOp, loop.LoadOp] | None:
+    """The reduction's image and weight loads, if it reads exactly those two."""
+    body = list(reduce.body.block.ops)
+    loads = [op for op in body if isinstance(op, loop.LoadOp)]
+    if len(loads) != 2 or any(op.regions or isinstance(op, loop.StoreOp) for op in body):
+        return None
+    n, c = nest.body.block.args[0], nest.body.block.args[1]
+    image = weight = None
+    for load in loads:
+        shape = _buffer_shape(load.buffer)
+        if shape is None or len(shape) != 4 or not _outside(load.buffer, nest):
+            return None
+        if _batch(load.indices[0], n, nest.shape[0]) and load.indices[1] is c:
+            image = load
+        elif load.indices[0] is c and shape[0] == nest.shape[1]:
+            weight = load
+    if image is None or weight is None or _buffer_shape(image.buffer)[1] != nest.shape[1]:  # type: ignore[index]
+        return None
+    if c in image.indices[2:] or c in weight.indices[1:]:
+        return None
+    return image, weight
+
+
+def _batch(index: SSAValue, n: SSAValue, batch: int) -> bool:
+    """`index` is the batch index `n` (a constant 0 where the batch is 1)."""
+    if index is n:
+        return True
+    owner = index.owner
+    if batch != 1 or not isinstance(owner, arith.ConstantOp):
+        return False
+    return isinstance(owner.value, IntegerAttr) and owner.value.value.data == 0
+
+
+def _index(block: Block, value: int) -> SSAValue:
+    op = arith.ConstantOp(IntegerAttr(value, IndexType()))
+    block.add_op(op)
+    return op.result
+
+
+def _channels_last(source: SSAValue, perm: tuple[int, ...], target: SSAValue) -> loop.ParallelOp:
+    """A nest copying `source` into `target` with target[i] = source[i permuted by perm]
+    (target dimension d is source dimension perm[d])."""
+    shape = _buffer_shape(target)
+    assert shape is not None
+    nest = loop.ParallelOp(shape)
+    block = nest.body.block
+    args = list(block.args)
+    indices = [SSAValue.get(args[perm.index(d)]) for d in range(len(perm))]
+    load = loop.LoadOp(source, indices)
+    block.add_ops([load, loop.StoreOp(load.result, target, args), loop.YieldOp()])
+    return nest
+
+
+_IMAGE_PERM = (0, 2, 3, 1)
+_WEIGHT_PERM = (1, 2, 3, 0)
+
+
+def _permuted_type(value: SSAValue, perm: tuple[int, ...]) -> MemRefType:
+    typ = value.type
+    assert isinstance(typ, MemRefType)
+    shape = typ.get_shape()
+    return MemRefType(typ.element_type, [shape[d] for d in perm])
+
+
+def rewrite_depthwise(found: _Depthwise) -> None:
+    """Replaces the nest of `found` by the channels-last copies and the channel-vectorised
+    nest (see the module's doc); the copies are new scratch arguments of the kernel."""
+    nest = found.nest
+    kernel = nest.parent_op()
+    parent = nest.parent_block()
+    assert isinstance(kernel, loop.KernelOp) and parent is not None
+    entry = kernel.body.block
+    image = entry.insert_arg(_permuted_type(found.image.buffer, _IMAGE_PERM), len(entry.args))
+    weight = entry.insert_arg(_permuted_type(found.weight.buffer, _WEIGHT_PERM), len(entry.args))
+    parent.insert_op_before(_channels_last(found.weight.buffer, _WEIGHT_PERM, weight), nest)
+    parent.insert_op_before(_channels_last(found.image.buffer, _IMAGE_PERM, image), nest)
+    n_, c_, h_, w_ = nest.shape
+    new = loop.ParallelOp([n_, h_, w_, c_])
+    block = new.body.block
+    n, h, w, c = block.args
+    old = nest.body.block.args
+    mapping: dict[SSAValue, SSAValue] = {old[0]: n, old[1]: c, old[2]: h, old[3]: w}
+    for op in nest.body.block.ops:
+        if isinstance(op, loop.YieldOp):
+            break
+        if op is found.reduce:
+            mapping[op.result] = _taps(found, block, mapping, image, weight)
+            continue
+        block.add_op(op.clone(value_mapper=mapping))
+    block.add_op(loop.YieldOp())
+    parent.insert_op_before(new, nest)
+    nest.detach()
+    nest.erase()
+
+
+def _taps(
+    found: _Depthwise,
+    block: Block,
+    mapping: dict[SSAValue, SSAValue],
+    image: SSAValue,
+    weight: SSAValue,
+) -> SSAValue:
+    """The reduction's body once per tap into `block`, summed in `_CHAINS` partial sums
+    added to the reduction's init; returns the sum."""
+    reduce = found.reduce
+    args = reduce.body.block.args
+    chains: list[SSAValue | None] = [None] * _CHAINS
+    for number, point in enumerate(product(*(range(e) for e in reduce.shape))):
+        local = dict(mapping)
+        for arg, value in zip(args, point, strict=True):
+            local[arg] = _index(block, value)
+        value: SSAValue | None = None
+        for op in reduce.body.block.ops:
+            if isinstance(op, loop.YieldOp):
+                value = local[op.values[0]]
+                break
+            if op is found.image or op is found.weight:
+                perm = _IMAGE_PERM if op is found.image else _WEIGHT_PERM
+                indices = [local.get(i, i) for i in op.indices]
+                load = loop.LoadOp(
+                    image if op is found.image else weight, [indices[d] for d in perm]
+                )
+                block.add_op(load)
+                local[op.result] = load.result
+                continue
+            clone = op.clone(value_mapper=local)
+            if isinstance(clone, arith.MulfOp):
+                clone.fastmath = _CONTRACT
+            block.add_op(clone)
+        assert value is not None
+        k = number % _CHAINS
+        previous = chains[k]
+        if previous is None:
+            chains[k] = value
+        else:
+            add = arith.AddfOp(previous, value, _CONTRACT)
+            block.add_op(add)
+            chains[k] = add.result
+    partial = [v for v in chains if v is not None]
+    while len(partial) > 1:
+        add = arith.AddfOp(partial[0], partial[1], _CONTRACT)
+        block.add_op(add)
+        partial = [*partial[2:], add.result]
+    init = mapping.get(reduce.init, reduce.init)
+    if _is_zero(init):
+        return partial[0]
+    add = arith.AddfOp(init, partial[0], _CONTRACT)
+    block.add_op(add)
+    return add.result
+
+
+def _is_zero(value: SSAValue) -> bool:
+    op = value.owner
+    if not isinstance(op, arith.ConstantOp):
+        return False
+    attr = op.value
+    return getattr(attr, "value", None) is not None and attr.value.data == 0  # type: ignore[attr-defined]
+
+
+def vectorise_depthwise(kernel: loop.KernelOp, lanes: int) -> None:
+    """Rewrites every top-level depthwise nest of `kernel` this module takes."""
+    for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
+        found = match_depthwise(nest, lanes)
+        if found is not None:
+            rewrite_depthwise(found)
