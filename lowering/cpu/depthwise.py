@@ -153,6 +153,66 @@ def _permuted_type(value: SSAValue, perm: tuple[int, ...]) -> MemRefType:
     return MemRefType(typ.element_type, [shape[d] for d in perm])
 
 
+def _retarget_copies(found: _Depthwise, image: SSAValue) -> bool:
+    """Where the convolution's input is the kernel's own padded copy (written by earlier
+    top-level nests: a fill and an interior copy, see padded_copies.py, and read by the
+    convolution alone), those nests write the channels-last copy `image` instead: a fill
+    over its shape, stores at permuted indices. False (nothing changed) otherwise."""
+    buffer = found.image.buffer
+    nest = found.nest
+    if not isinstance(buffer.owner, Block):
+        return False
+    stores: list[loop.StoreOp] = []
+    for use in buffer.uses:
+        op = use.operation
+        if op is found.image:
+            continue
+        if not isinstance(op, loop.StoreOp) or op.buffer is not buffer:
+            return False
+        top = op.parent_op()
+        if not isinstance(top, loop.ParallelOp) or top.parent_block() is not nest.parent_block():
+            return False
+        if top.is_before_in_block(nest) is False:
+            return False
+        stores.append(op)
+    if not stores:
+        return False
+    for store in stores:
+        indices = [store.indices[d] for d in _IMAGE_PERM]
+        top = store.parent_op()
+        assert isinstance(top, loop.ParallelOp)
+        fill = _is_fill(top, store)
+        replacement = loop.StoreOp(store.value, image, indices)
+        if fill:
+            _fill(top, store.value, image)
+            continue
+        store.parent_block().insert_op_before(replacement, store)  # type: ignore[union-attr]
+        store.detach()
+        store.erase()
+    return True
+
+
+def _is_fill(top: loop.ParallelOp, store: loop.StoreOp) -> bool:
+    """`top` stores one value defined outside it at its own indices, and nothing else."""
+    ops = list(top.body.block.ops)
+    own = list(store.indices) == list(top.body.block.args)
+    return len(ops) == 2 and own and _outside(store.value, top)
+
+
+def _fill(top: loop.ParallelOp, value: SSAValue, image: SSAValue) -> None:
+    """Replaces the fill nest `top` by one over `image`'s shape (channels innermost)."""
+    shape = _buffer_shape(image)
+    assert shape is not None
+    nest = loop.ParallelOp(shape)
+    block = nest.body.block
+    block.add_ops([loop.StoreOp(value, image, list(block.args)), loop.YieldOp()])
+    parent = top.parent_block()
+    assert parent is not None
+    parent.insert_op_before(nest, top)
+    top.detach()
+    top.erase()
+
+
 def rewrite_depthwise(found: _Depthwise) -> None:
     """Replaces the nest of `found` by the channels-last copies and the channel-vectorised
     nest (see the module's doc); the copies are new scratch arguments of the kernel."""
@@ -164,7 +224,8 @@ def rewrite_depthwise(found: _Depthwise) -> None:
     image = entry.insert_arg(_permuted_type(found.image.buffer, _IMAGE_PERM), len(entry.args))
     weight = entry.insert_arg(_permuted_type(found.weight.buffer, _WEIGHT_PERM), len(entry.args))
     parent.insert_op_before(_channels_last(found.weight.buffer, _WEIGHT_PERM, weight), nest)
-    parent.insert_op_before(_channels_last(found.image.buffer, _IMAGE_PERM, image), nest)
+    if not _retarget_copies(found, image):
+        parent.insert_op_before(_channels_last(found.image.buffer, _IMAGE_PERM, image), nest)
     n_, c_, h_, w_ = nest.shape
     new = loop.ParallelOp([n_, h_, w_, c_])
     block = new.body.block

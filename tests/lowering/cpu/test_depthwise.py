@@ -94,7 +94,7 @@ def test_depthwise_matches_reference(
 
 def test_channels_innermost() -> None:
     """The depthwise nest runs over [N, Ho, Wo, C] with the 9 taps unrolled (two loads
-    each) and reads the channels-last copies."""
+    each) and reads the channels-last copies; the padded NCHW copy is not written."""
     kernel = _tiled(_conv(2, 24, 7, 3, 1, 1, "relu6"))
     nests = [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]
     assert nests[-1].shape == (2, 7, 7, 24)
@@ -102,6 +102,11 @@ def test_channels_innermost() -> None:
     image = [op for op in loads if op.buffer.type.get_shape() == (2, 9, 9, 24)]
     weight = [op for op in loads if op.buffer.type.get_shape() == (1, 3, 3, 24)]
     assert len(image) == 9 and len(weight) == 9
+    # the padded copy's fill and interior copy write the channels-last copy directly
+    stores = [op.buffer.type.get_shape() for op in kernel.walk() if isinstance(op, loop.StoreOp)]
+    assert (2, 24, 9, 9) not in stores and stores.count((2, 9, 9, 24)) == 2
+    fill = nests[0]
+    assert fill.shape == (2, 9, 9, 24)
 
 
 @pytest.mark.parametrize("lanes", [8, 16])
