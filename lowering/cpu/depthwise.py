@@ -30,12 +30,15 @@ from graphfuse.dialects import loop
 _CONTRACT = arith.FastMathFlagsAttr((FastMathFlag.ALLOW_CONTRACT,))
 _CHAINS = 4
 """Independent partial sums of the taps (a multiply-add's latency over its throughput)."""
-_MANY_TAPS = 25
-"""From this many taps (5x5) on, the channels-last nest is taken at any row width: the
-row-vectorised nest keeps the taps as loops inside the vector loop (7x7 [8,96,56,56]: 8x
-slower). Below it (3x3), only rows of at most half a vector are: the copies and the
-NCHW stores across channels cost more than the taps where rows fill a vector (3x3 on
-14-wide rows, 16 lanes: 3.2x slower; on 7-wide rows: 0.76x the time)."""
+_MANY_TAPS = 49
+"""From this many taps (7x7) on, the channels-last nest is taken at any row width: the
+row-vectorised nest keeps the taps as loops inside the vector loop (7x7 [8,96,56,56]: 7.5x
+the time). 5x5 is taken on strided rows (the row path's loads are strided: [8,120,28,28]
+at stride 2, 0.45x the time) but not on wide rows at stride 1 ([8,96,56,56]: 1.8x).
+Otherwise (3x3) only rows of at most half a vector are: the copies and the NCHW stores
+across channels cost more than the taps where rows fill a vector (3x3 on 14-wide rows,
+16 lanes: 2.1x the time; on 7-wide rows: 0.54x)."""
+_STRIDED_TAPS = 25
 _MAX_TAPS = 81
 """More taps than this stay a loop (the unrolled body would grow past what is worth it)."""
 
@@ -80,13 +83,14 @@ def match_depthwise(nest: loop.ParallelOp, lanes: int) -> _Depthwise | None:
     taps = reduce.shape[0] * reduce.shape[1] * reduce.shape[2]
     if reduce.shape[0] != 1 or taps > _MAX_TAPS or not _outside(reduce.init, nest):
         return None
-    if taps < _MANY_TAPS and 2 * nest.shape[3] > lanes:
-        return None
     loads = _loads(nest, reduce)
     if loads is None:
         return None
     image, weight = loads
-    return _Depthwise(nest, reduce, image, weight)
+    width = nest.shape[3]
+    strided = _buffer_shape(image.buffer)[3] >= 2 * width  # type: ignore[index]
+    worth = taps >= _MANY_TAPS or (taps >= _STRIDED_TAPS and strided) or 2 * width <= lanes
+    return _Depthwise(nest, reduce, image, weight) if worth else None
 
 
 def _loads(nest: loop.ParallelOp, reduce: loop.ReduceOp) -> tuple[loop.LoadOp, loop.LoadOp] | None:

@@ -66,6 +66,8 @@ CASES = [
     (2, 40, 14, 3, 2, -1, "relu6"),  # stride 2, padding at the end only
     (2, 24, 9, 3, 1, 0, "silu"),  # no padding: the input itself is copied
     (2, 24, 10, 7, 2, 3, "silu"),  # 7x7 at stride 2
+    (2, 24, 28, 5, 2, 2, "relu6"),  # 5x5 at stride 2 on 14-wide output rows
+    (1, 16, 20, 7, 1, 3, "residual"),  # 7x7 on rows wider than a vector, batch 1
 ]
 
 
@@ -112,10 +114,12 @@ def test_channels_innermost() -> None:
 @pytest.mark.parametrize("lanes", [8, 16])
 def test_wide_rows_untouched(lanes: int) -> None:
     """3x3 rows wider than half a vector stay vectorised along the row (the reduction is
-    kept); 7x7 convolutions are taken at any width."""
+    kept), and 5x5 ones at stride 1; 7x7 convolutions are taken at any width."""
     kept = _tiled(_conv(1, 16, 14, 3, 1, 1, "relu6"), lanes)
     assert any(isinstance(op, loop.ReduceOp) for op in kept.walk())
     narrow = _tiled(_conv(1, 16, 7, 3, 1, 1, "relu6"), lanes)
     assert any(isinstance(op, loop.ReduceOp) for op in narrow.walk()) == (lanes == 8)
+    five = _tiled(_conv(1, 16, 20, 5, 1, 2, "relu6"), lanes)
+    assert any(isinstance(op, loop.ReduceOp) for op in five.walk())
     wide = _tiled(_conv(1, 16, 20, 7, 1, 3, "relu6"), lanes)
     assert not any(isinstance(op, loop.ReduceOp) for op in wide.walk())
