@@ -30,7 +30,7 @@ from graphfuse.passes.analysis.cost_model import op_flops
 from graphfuse.passes.analysis.kernel_stats import kernel_stats, value_bytes
 from graphfuse.profiling import runtime
 from graphfuse.profiling.instrument import instrument
-from graphfuse.profiling.origins import token_of
+from graphfuse.profiling.origins import tokens_of
 from graphfuse.runtime.build import CpuTarget, build_module_library
 from graphfuse.runtime.compiled import CompiledFunction
 from graphfuse.timing import timed
@@ -138,8 +138,11 @@ def _op_costs(fused: graph.FusedOp) -> list[OpCost]:
         read = [v for v in dict.fromkeys(op.operands) if from_memory(v)]
         written = [r for r in op.results if r in yielded]
         moved = sum(value_bytes(v) for v in (*read, *written))
-        token = next((t for r in op.results if (t := token_of(r.name_hint))), None)
-        costs.append(OpCost(token, op.name.removeprefix("graph."), op_flops(op), moved))
+        found = next((t for r in op.results if (t := tokens_of(r.name_hint))), [])
+        tokens: list[str | None] = [*found] or [None]
+        share = len(tokens)  # a merged op's cost is split evenly among the ops it stands for
+        name, flops = op.name.removeprefix("graph."), op_flops(op)
+        costs += [OpCost(t, name, flops // share, moved // share) for t in tokens]
     return costs
 
 

@@ -36,6 +36,12 @@ class Origin:
     op_type: str
 
 
+def tokens_of(hint: str | None) -> list[str]:
+    """Every origin token in a hint: an op standing for several of the model's ops (the
+    one GEMM of merged Q/K/V projections, named after all of them) carries one each."""
+    return re.findall(r"gfo\d+(?:x\d+)?(?=_|$)", hint or "")
+
+
 def token_of(hint: str | None) -> str | None:
     """The origin token a (possibly derived) hint starts with."""
     found = _TOKEN.match(hint or "")

@@ -115,7 +115,24 @@ def kernel_lines(rows: Sequence[KernelRow], machine: Machine, whole_ns: int) -> 
             f"{_rate(row.bytes_moved, seconds):>7} {_rate(row.flops, seconds):>8} "
             f"{percent(ideal, seconds):>8}  {row.name}"
         )
+    above = [r.name for r in rows if r.total_ns and _flop_rate(r) > ROOF_SLACK * machine.peak_flops]
+    if above:
+        lines.append(
+            f"note: {len(above)} kernel(s) faster than the measured peak FLOP rate: the cached "
+            "machine figures are low (measured while the machine was busy?); --remeasure "
+            "takes them again"
+        )
     return lines
+
+
+ROOF_SLACK = 1.1
+"""No kernel computes faster than the machine's peak: one more than 10% above the measured
+peak shows the measurement was off. (Above the bandwidth is normal: a kernel whose data
+stay in cache moves them faster than the large copy that measures it.)"""
+
+
+def _flop_rate(row: KernelRow) -> float:
+    return row.flops / (row.total_ns * 1e-9)
 
 
 def _median_us(durations: list[int]) -> str:

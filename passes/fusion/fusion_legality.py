@@ -163,6 +163,8 @@ def _tiled_matmul(op: Operation) -> bool:
     if not isinstance(op, graph.MatmulOp):
         return False
     result = graph.tensor_type_of(op.result)
+    if len(graph.shape_of(op.lhs)) < 2 or graph.shape_of(op.lhs)[-2] < 2:
+        return False  # one row: loop-tile-matmul finds no rows to tile (contractions.py)
     points = math.prod(result.get_shape())
     reduction = graph.shape_of(op.lhs)[-1]
     return isinstance(result.get_element_type(), Float32Type) and worth_tiling(points, reduction)
@@ -213,7 +215,7 @@ def _describe(dag: DataflowGraph, pair: tuple[int, int]) -> str:
     up, down = dag.label(upstream), dag.label(node)
     both_anchors = dag.nodes[upstream].kind is dag.nodes[node].kind is K.OUT_ELEMWISE_FUSABLE
     if both_anchors and not _reaches(dag, upstream, node):
-        return f"{up} and {down} would share one loop nest, where neither is tiled"
+        return f"{up} and {down} would share one loop nest, where neither could be tiled"
     if dag.nodes[node].kind is K.OUT_ELEMWISE_FUSABLE:
         return f"{up} would be recomputed for every use by {down}"
     if dag.nodes[upstream].kind is K.OUT_ELEMWISE_FUSABLE:

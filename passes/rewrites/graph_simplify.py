@@ -9,8 +9,8 @@
 
 Rules are PDL patterns (`rules/simplify.mlir`, plus a user's file given as `rules=`), and
 patterns that compute new constants or permutations (`folding.py`), move scalar scales
-behind matmuls (`scale_hoisting.py`) or merge matmuls sharing their input and reading
-constant weights into one (`sibling_matmuls.py`). One greedy walk
+behind matmuls (`scale_hoisting.py`) or, with constant folding, merge matmuls sharing
+their input and reading constant weights into one (`sibling_matmuls.py`). One greedy walk
 applies them all; xDSL's common-subexpression and dead-code elimination follow.
 """
 
@@ -37,9 +37,8 @@ def simplify_patterns(rules: str | None, fold_constants: bool) -> list[RewritePa
     if rules:
         patterns.extend(load_rule_file(rules))
     patterns += [ComposeTransposes(), HoistScalarScales(), FoldScalarScales()]
-    patterns.append(MergeSiblingMatmuls())
     if fold_constants:
-        patterns.append(FoldConstants())
+        patterns += [FoldConstants(), MergeSiblingMatmuls()]
     return patterns
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
@@ -87,15 +88,17 @@ def test_projections_of_one_input_are_one_gemm(rng):
     check_against_onnxruntime(built, {"x": x}, compile_it=True)
 
 
-def test_relu_before_max_pool_is_one_kernel(rng):
+@pytest.mark.parametrize("producer", ["Relu", "Neg"])
+def test_elementwise_before_max_pool_is_one_kernel(producer, rng):
     node = helper.make_node
     nodes = [
-        node("Relu", ["x"], ["r"]),
+        node(producer, ["x"], ["r"]),
         node("MaxPool", ["r"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
     ]
-    # Mostly negative inputs: a pooling that took the padding (-inf) through ReLU, or read
-    # ReLU's input, would differ from onnxruntime at the borders.
-    x = (rng.standard_normal((1, 8, 32, 32)) - 1.0).astype(np.float32)
+    # Neg of positive inputs is negative everywhere: a pooling that let its padding into
+    # the producer (-(-inf) = +inf at the borders) or read the producer's input would
+    # differ from onnxruntime there.
+    x = (rng.standard_normal((1, 8, 32, 32)) + 3.0).astype(np.float32)
     built = model(nodes, {"x": x}, {"y": (TensorProto.FLOAT, [1, 8, 16, 16])})
-    assert _kernels(built) == ["fused_relu_max_pool2d"]
+    assert _kernels(built) == [f"fused_{producer.lower()}_max_pool2d"]
     check_against_onnxruntime(built, {"x": x}, compile_it=True)
