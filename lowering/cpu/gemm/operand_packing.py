@@ -10,9 +10,11 @@ channels-last input (transposed_pack.py) where the plan says they can be.
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, memref, vector
-from xdsl.dialects.builtin import VectorType, f32
-from xdsl.ir import SSAValue
+from typing import cast
+
+from xdsl.dialects import arith, memref, scf, vector
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, VectorType, f32, i64
+from xdsl.ir import Attribute, Operation, Region, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder, Mapping
@@ -101,6 +103,29 @@ class OperandPacker:
         if first is not None:
             self._pack_b_points(em, slot, (first, span[1]), dict(batch))
         self._first_stored = None
+        if self.plan.dot_columns:
+            ends = em.emit(arith.CmpiOp(span[1], em.index(self.plan.panels), "eq"))
+            then = GemmBuilder()
+            self._pack_dot_columns(then, slot, dict(batch))
+            then.add(scf.YieldOp())
+            em.add(scf.IfOp(ends, [], Region(then.block)))
+
+    def _pack_dot_columns(self, em: GemmBuilder, slot: SSAValue, mapping: Mapping) -> None:
+        """B's last `dot_columns` columns, each along K, into Bp's `dot_panel` (viewed as
+        one run of K x NR floats): column N - dots + j at j * K + k."""
+        found, plan = self.found, self.plan
+        dots = plan.dot_columns
+        flat = em.emit(flat_panels(self.packed_b))
+        _, column = em.loop(em.index(0), em.index(dots))
+        j = column.block.args[0]
+        absolute = column.emit(arith.AddiOp(j, column.index(found.n - dots)))
+        mapping.update(column.bind(found.args(found.columns), absolute, plan.dims(found.columns)))
+        inner, reduction, k = self._over_reduction(column)
+        mapping.update(reduction)
+        value = inner.evaluate(found.b, mapping)
+        at = inner.emit(arith.AddiOp(inner.emit(arith.MuliOp(j, inner.index(found.k))), k))
+        inner.add(memref.StoreOp.get(value, flat, [slot, inner.index(plan.dot_panel), at]))
+        inner.end_loops(em)
 
     def _stored_panel(self, em: GemmBuilder, panel: SSAValue) -> SSAValue:
         """Where panel `panel` goes in its slot of Bp (see `pack_b_panels`'s `local`)."""
@@ -240,3 +265,16 @@ class OperandPacker:
             k = block.emit(arith.AddiOp(first_k, block.index(q)))
             block.add(vector.StoreOp(column_values, self.packed_b, [slot, stored, k, lane0]))
         block.end_loops(em)
+
+
+def flat_panels(packed_b: SSAValue) -> Operation:
+    """Bp[slots][panels][K][NR] viewed as [slots][panels][K * NR]."""
+    typ = cast(MemRefType[Attribute], packed_b.type)
+    slots, panels, k, nr = typ.get_shape()
+    groups = [[0], [1], [2, 3]]
+    reassociation = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
+    return memref.CollapseShapeOp.create(
+        operands=[packed_b],
+        result_types=[MemRefType(f32, [slots, panels, k * nr])],
+        properties={"reassociation": reassociation},
+    )

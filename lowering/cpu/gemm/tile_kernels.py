@@ -8,7 +8,11 @@ straight from those registers where tile_epilogue.py allows (the columns of a la
 past a multiple of `lanes`, and every column where it does not, point by point from a
 small stack buffer the tile is stored to). A task is one (batch point, row block, panel
 block): for each panel of its block, the row block's full tiles, then (last row block
-only) the rows left over (M mod MR) as a narrower tile.
+only) the rows left over (M mod MR) as a narrower tile. The last panel's tiles are only
+as wide as its columns below N need: one vector when they fit one, and up to DOT_COLUMNS
+columns past its last full vector are computed as dot products along K (`_dots`: A's row
+times the column, packed along K, `lanes` products per multiply-add) instead of by one
+more vector of mostly padding (a 7x7 layer at batch 1: N = 49 is 3 vectors of 16 and 1).
 """
 
 from __future__ import annotations
@@ -18,11 +22,11 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, memref, scf, vector
 from xdsl.dialects.builtin import f32
-from xdsl.ir import Region, SSAValue
+from xdsl.ir import Operation, Region, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder, Mapping
-from graphfuse.lowering.cpu.gemm.operand_packing import OperandPacker
+from graphfuse.lowering.cpu.gemm.operand_packing import OperandPacker, flat_panels
 from graphfuse.lowering.cpu.gemm.tile_epilogue import emit_vector_epilogue, vector_epilogue_run
 from graphfuse.lowering.cpu.gemm.tile_plan import MR, TilePlan
 
@@ -38,6 +42,17 @@ class _Task:
     """Bp's slot the tiles read: the batch point's, or the task's own."""
     tile: SSAValue | None
     """The MR x NR stack buffer a finished tile's sums go to for the scalar epilogue."""
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A tile's columns: `vectors` vector registers wide, plus `dots` columns by dot
+    products; `last`: whether its panel is the last one (None: either, decided at run
+    time)."""
+
+    vectors: int
+    dots: int
+    last: bool | None
 
 
 class TaskEmitter:
@@ -71,34 +86,76 @@ class TaskEmitter:
             own = batch if plan.b_batched else {}
             span = (panel, next_panel)
             self.packer.pack_b_panels(panel_loop, slot_b, span, own, local=plan.b_in_task)
-        if full:
-            _, rows = panel_loop.loop(first, last)
-            row0 = rows.emit(arith.MuliOp(rows.block.args[0], rows.index(MR)))
-            self._tile(rows, task, row0, panel, MR)
-            rows.add(scf.YieldOp())
-        if found.m % MR:
-            self._tail(panel_loop, task, row_block, panel)
+        rows_span = (first, last)
+        narrow = _Shape(plan.last_panel_vectors, plan.dot_columns, True)
+        if not plan.special_last:
+            self._panel_tiles(panel_loop, task, row_block, panel, rows_span, _Shape(2, 0, None))
+        elif plan.panels == 1:
+            self._panel_tiles(panel_loop, task, row_block, panel, rows_span, narrow)
+        else:
+            last_panel_index = panel_loop.index(plan.panels - 1)
+            is_last = panel_loop.emit(arith.CmpiOp(panel, last_panel_index, "eq"))
+            short, wide = GemmBuilder(), GemmBuilder()
+            self._panel_tiles(short, task, row_block, panel, rows_span, narrow)
+            self._panel_tiles(wide, task, row_block, panel, rows_span, _Shape(2, 0, False))
+            short.add(scf.YieldOp())
+            wide.add(scf.YieldOp())
+            panel_loop.add(scf.IfOp(is_last, [], Region(short.block), Region(wide.block)))
         panel_loop.add(scf.YieldOp())
 
-    def _tail(self, em: GemmBuilder, task: _Task, row_block: SSAValue, panel: SSAValue) -> None:
+    def _panel_tiles(
+        self,
+        em: GemmBuilder,
+        task: _Task,
+        row_block: SSAValue,
+        panel: SSAValue,
+        rows_span: tuple[SSAValue, SSAValue],
+        vectors: _Shape,
+    ) -> None:
+        """The task's tiles of one panel, of shape `vectors`: the row block's full tiles,
+        then the row tail."""
+        if self.found.m // MR:
+            _, rows = em.loop(*rows_span)
+            row0 = rows.emit(arith.MuliOp(rows.block.args[0], rows.index(MR)))
+            self._tile(rows, task, row0, panel, MR, vectors)
+            rows.add(scf.YieldOp())
+        if self.found.m % MR:
+            self._tail(em, task, row_block, panel, vectors)
+
+    def _tail(
+        self, em: GemmBuilder, task: _Task, row_block: SSAValue, panel: SSAValue, vectors: _Shape
+    ) -> None:
         """The rows past the last full tile, in the last row block only."""
         full, tail = divmod(self.found.m, MR)
         is_last = em.emit(arith.CmpiOp(row_block, em.index(self.plan.row_blocks - 1), "eq"))
         then = GemmBuilder()
-        self._tile(then, task, then.index(full * MR), panel, tail)
+        self._tile(then, task, then.index(full * MR), panel, tail, vectors)
         then.add(scf.YieldOp())
         em.add(scf.IfOp(is_last, [], Region(then.block)))
 
     def _tile(
-        self, em: GemmBuilder, task: _Task, row0: SSAValue, panel: SSAValue, rows: int
+        self,
+        em: GemmBuilder,
+        task: _Task,
+        row0: SSAValue,
+        panel: SSAValue,
+        rows: int,
+        shape: _Shape,
     ) -> None:
-        """Sums of rows row0..row0+rows x the panel's columns, then the epilogue."""
+        """Sums of rows row0..row0+rows x the panel's first `shape.vectors` x `lanes`
+        columns and its dot columns (the rest of a narrow last panel is past N), then the
+        epilogue."""
         found, lanes, vec = self.found, self.plan.lanes, self.plan.vec
+        vectors = shape.vectors
         init = em.emit(vector.BroadcastOp(found.reduce.init, vec))
         row_values = [em.emit(arith.AddiOp(row0, em.index(r))) for r in range(rows)]
-        halves = [em.index(h * lanes) for h in range(2)]
+        dot_sums = self._dots(em, task, row_values, shape.dots)
+        if not vectors:
+            self._epilogue(em, task, row_values, panel, [], shape, dot_sums)
+            return
+        halves = [em.index(h * lanes) for h in range(vectors)]
         stored = em.index(0) if self.plan.b_in_task else panel
-        for_op, step = em.loop(em.index(0), em.index(found.k), [init] * (2 * rows))
+        for_op, step = em.loop(em.index(0), em.index(found.k), [init] * (vectors * rows))
         k = step.block.args[0]
         accumulators = list(step.block.args[1:])
         packed_b = self.packer.packed_b
@@ -109,15 +166,85 @@ class TaskEmitter:
         for r, row in enumerate(row_values):
             scalar = self._a_value(step, task, row, k)
             spread = step.emit(vector.BroadcastOp(scalar, vec))
-            for h in range(2):
-                sums.append(step.emit(vector.FMAOp(spread, b_halves[h], accumulators[2 * r + h])))
+            for h in range(vectors):
+                accumulator = accumulators[vectors * r + h]
+                sums.append(step.emit(vector.FMAOp(spread, b_halves[h], accumulator)))
         step.add(scf.YieldOp(*sums))
         if task.tile is not None:
             for r in range(rows):
-                for h in range(2):
-                    result = for_op.results[2 * r + h]
+                for h in range(vectors):
+                    result = for_op.results[vectors * r + h]
                     em.add(vector.StoreOp(result, task.tile, [em.index(r), halves[h]]))
-        self._epilogue(em, task, row_values, panel, list(for_op.results))
+        self._epilogue(em, task, row_values, panel, list(for_op.results), shape, dot_sums)
+
+    def _dots(
+        self, em: GemmBuilder, task: _Task, row_values: Sequence[SSAValue], dots: int
+    ) -> list[list[SSAValue]]:
+        """Per row, the sums of the last panel's `dots` dot columns: vectors of A's row
+        times the column along K (Bp's dot panel), `lanes` products at a time, summed
+        across the lanes, then the K mod lanes products left one by one."""
+        if not dots:
+            return [[] for _ in row_values]
+        found, plan, vec = self.found, self.plan, self.plan.vec
+        lanes = plan.lanes
+        flat = em.emit(flat_panels(self.packer.packed_b))
+        where = em.index(plan.dot_panel)
+        slot_b = task.slot_b
+        zero = em.emit(vector.BroadcastOp(em.constant(0.0, f32), vec))
+        blocks = found.k // lanes
+        count = len(row_values) * dots
+        sums: list[SSAValue] = []
+        if blocks:
+            for_op, step = em.loop(em.index(0), em.index(blocks), [zero] * count)
+            k = step.emit(arith.MuliOp(step.block.args[0], step.index(lanes)))
+            columns = [
+                step.emit(vector.LoadOp(flat, [slot_b, where, self._dot_at(step, j, k)], vec))
+                for j in range(dots)
+            ]
+            out: list[SSAValue] = []
+            for r, row in enumerate(row_values):
+                a = self._a_vector(step, task, row, k)
+                for j in range(dots):
+                    carried = step.block.args[1 + r * dots + j]
+                    out.append(step.emit(vector.FMAOp(a, columns[j], carried)))
+            step.add(scf.YieldOp(*out))
+            sums = [em.emit(_sum_lanes(v)) for v in for_op.results]
+        else:
+            sums = [em.constant(0.0, f32)] * count
+        if found.k % lanes:
+            for_op, step = em.loop(em.index(blocks * lanes), em.index(found.k), sums)
+            k = step.block.args[0]
+            columns = [
+                step.emit(memref.LoadOp.get(flat, [slot_b, where, self._dot_at(step, j, k)]))
+                for j in range(dots)
+            ]
+            out = []
+            for r, row in enumerate(row_values):
+                a = self._a_value(step, task, row, k)
+                for j in range(dots):
+                    product = step.emit(arith.MulfOp(a, columns[j]))
+                    out.append(step.emit(arith.AddfOp(step.block.args[1 + r * dots + j], product)))
+            step.add(scf.YieldOp(*out))
+            sums = list(for_op.results)
+        init = found.reduce.init
+        sums = [em.emit(arith.AddfOp(init, s)) for s in sums]
+        return [sums[r * dots : (r + 1) * dots] for r in range(len(row_values))]
+
+    def _dot_at(self, em: GemmBuilder, j: int, k: SSAValue) -> SSAValue:
+        """Where dot column j's value at k lies in the flat dot panel."""
+        return em.emit(arith.AddiOp(em.index(j * self.found.k), k))
+
+    def _a_vector(self, em: GemmBuilder, task: _Task, row: SSAValue, k: SSAValue) -> SSAValue:
+        """A at (row, k..k + lanes) of the task's batch point: A's rows run along K, in Ap
+        and where the tiles read A in place."""
+        vec = self.plan.vec
+        if self.plan.a_in_place is None:
+            assert self.packer.packed_a is not None
+            return em.emit(vector.LoadOp(self.packer.packed_a, [task.slot_a, row, k], vec))
+        load = self.found.a.direct_load()
+        assert load is not None
+        leading = [task.batch.get(i, i) for i in list(load.indices)[:-2]]
+        return em.emit(vector.LoadOp(load.buffer, [*leading, row, k], vec))
 
     def _a_value(self, em: GemmBuilder, task: _Task, row: SSAValue, k: SSAValue) -> SSAValue:
         """A at (row, k) of the task's batch point: from A itself or its packed copy."""
@@ -135,17 +262,30 @@ class TaskEmitter:
         row_values: Sequence[SSAValue],
         panel: SSAValue,
         sums: Sequence[SSAValue],
+        shape: _Shape,
+        dot_sums: Sequence[Sequence[SSAValue]],
     ) -> None:
         """The nest's epilogue on the tile's points: `lanes` columns at a time from the
         accumulators `sums` where tile_epilogue.py allows (columns past N, in the last
-        panel, point by point), else point by point from the tile buffer."""
-        found, nr, lanes = self.found, self.plan.nr, self.plan.lanes
+        panel, point by point), else point by point from the tile buffer; the dot
+        columns point by point from `dot_sums`."""
+        nr, lanes = self.plan.nr, self.plan.lanes
         column0 = em.emit(arith.MuliOp(panel, em.index(nr)))
+        last = self.plan.last_columns
+        if shape.last:
+            # The last panel's tile: its vectors, the columns past them, its dot columns.
+            vector_columns = last - shape.dots
+            groups = vector_columns // lanes if self.run is not None else 0
+            if groups:
+                self._vector_epilogue(em, task, row_values, column0, sums, groups)
+            if vector_columns > groups * lanes:
+                self._scalar_epilogue(em, task, row_values, column0, groups * lanes)
+            self._dot_epilogue(em, task, row_values, dot_sums)
+            return
         if self.run is None:
             self._scalar_epilogue(em, task, row_values, column0, 0)
             return
-        last = found.n - (self.plan.panels - 1) * nr
-        if last == nr:
+        if last == nr or shape.last is False:
             self._vector_epilogue(em, task, row_values, column0, sums, nr // lanes)
             return
         is_last = em.emit(arith.CmpiOp(panel, em.index(self.plan.panels - 1), "eq"))
@@ -158,6 +298,28 @@ class TaskEmitter:
         tail.add(scf.YieldOp())
         em.add(scf.IfOp(is_last, [], Region(tail.block), Region(full.block)))
 
+    def _dot_epilogue(
+        self,
+        em: GemmBuilder,
+        task: _Task,
+        row_values: Sequence[SSAValue],
+        dot_sums: Sequence[Sequence[SSAValue]],
+    ) -> None:
+        """The epilogue on the dot columns (the last ones, below N) of each row."""
+        found = self.found
+        rows_dims, columns_dims = self.plan.dims(found.rows), self.plan.dims(found.columns)
+        for row, values in zip(row_values, dot_sums, strict=True):
+            local_rows = dict(task.batch)
+            local_rows.update(em.bind(found.args(found.rows), row, rows_dims))
+            for j, value in enumerate(values):
+                column = em.index(found.n - len(values) + j)
+                local = dict(local_rows)
+                local.update(em.bind(found.args(found.columns), column, columns_dims))
+                local[found.reduce.result] = value
+                for op in found.nest.body.block.ops:
+                    if op is not found.reduce and not isinstance(op, loop.YieldOp):
+                        em.add(op.clone(value_mapper=local))
+
     def _scalar_epilogue(
         self,
         em: GemmBuilder,
@@ -166,11 +328,15 @@ class TaskEmitter:
         column0: SSAValue,
         start: int,
     ) -> None:
-        """The epilogue point by point on the tile's columns from `start` on (and below N),
-        reading the sums from the tile buffer."""
+        """The epilogue point by point on the tile's columns from `start` on (and below N,
+        and below the dot columns), reading the sums from the tile buffer."""
         found, nr = self.found, self.plan.nr
         columns = em.index(nr)
-        if found.n % nr:
+        if self.plan.dot_columns:
+            columns = em.index(found.n - self.plan.dot_columns)
+            left = em.emit(arith.SubiOp(columns, column0))
+            columns = em.emit(arith.MinUIOp(left, em.index(nr)))
+        elif found.n % nr:
             left = em.emit(arith.SubiOp(em.index(found.n), column0))
             columns = em.emit(arith.MinUIOp(left, columns))
         rows_dims, columns_dims = self.plan.dims(found.rows), self.plan.dims(found.columns)
@@ -214,10 +380,23 @@ class TaskEmitter:
                 continue
             outer, position = em.divide(column, run.length)
             at.append((em.bind(outer_args, outer, outer_dims), position))
-        per_row = self.plan.nr // lanes
+        per_row = len(sums) // len(row_values)
         for r, row in enumerate(row_values):
             rows = em.bind(found.args(found.rows), row, self.plan.dims(found.rows))
             for h, (columns, position) in enumerate(at):
                 mapping = {**task.batch, **rows, **columns}
                 access = (run, position)
                 emit_vector_epilogue(em, found, mapping, sums[per_row * r + h], lanes, access)
+
+
+def _sum_lanes(value: SSAValue) -> Operation:
+    """vector.reduction <add> of a vector<lanes x f32> into f32 (xDSL's constructor gives
+    the vector's type as the result's)."""
+    return vector.ReductionOp.create(
+        operands=[value],
+        result_types=[f32],
+        properties={
+            "kind": vector.CombiningKindAttr(vector.CombiningKindFlag.ADD),
+            "fastmath": arith.FastMathFlagsAttr("none"),
+        },
+    )

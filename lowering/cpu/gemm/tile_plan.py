@@ -26,6 +26,8 @@ MR = 6
 room for the two B vectors and A's broadcast. On AVX-512 targets (lanes = 16) the same 12
 accumulators are 32 columns wide and use 15 of the 32 zmm registers; a 12-row tile would
 use 27."""
+DOT_COLUMNS = 4
+"""At most this many columns past a last panel's vectors are computed as dot products."""
 MAX_TILES_PER_TASK = 16
 """A task's row tiles share each B panel from L2 (16 tiles: 96 rows)."""
 MIN_TASKS = 8
@@ -81,6 +83,39 @@ class TilePlan:
         return -(-self.found.n // self.nr)
 
     @property
+    def last_columns(self) -> int:
+        """Columns of the last panel below N."""
+        return self.found.n - (self.panels - 1) * self.nr
+
+    @property
+    def dot_columns(self) -> int:
+        """The last panel's columns past its last full vector when there are at most
+        DOT_COLUMNS of them (at AVX-512, N = 49 is 32 + 16 + 1 and N = 196 is 6 x 32 + 4;
+        at AVX2, N = 49 is 3 x 16 + 1): each is computed by dot
+        products along K (a vector of A's row times one of B's packed column), MR * K /
+        lanes multiply-adds, not the MR * K of one more vector of tile columns."""
+        rest = self.last_columns % self.lanes
+        return rest if rest <= DOT_COLUMNS and self.found.n > rest else 0
+
+    @property
+    def last_panel_vectors(self) -> int:
+        """Vector registers a tile row of the last panel needs: the vectors its columns
+        below N fill, those past them taken by dot products or by one more vector (N = 44
+        at AVX-512 is 32 + 12 columns: the last panel's tiles are 16 wide, not 32)."""
+        return -(-(self.last_columns - self.dot_columns) // self.lanes)
+
+    @property
+    def special_last(self) -> bool:
+        """The last panel's tiles differ from the others' (narrower or with dot columns)."""
+        return self.last_panel_vectors < 2 or self.dot_columns > 0
+
+    @property
+    def dot_panel(self) -> int:
+        """Bp's panel (in a slot) that holds the dot columns, each along K: one past the
+        panels (past a task's one panel when the tasks pack B)."""
+        return 1 if self.b_in_task else self.panels
+
+    @property
     def points(self) -> int:
         """Batch points."""
         return math.prod(self.batch_shape)
@@ -106,6 +141,8 @@ class TilePlan:
         found = self.found
         a_slots, b_slots = self.slot_counts
         panels = 1 if self.b_in_task else self.panels
+        if self.dot_columns:
+            panels += 1
         return (
             MemRefType(f32, [a_slots, found.m, found.k]),
             MemRefType(f32, [b_slots, panels, found.k, self.nr]),
