@@ -22,11 +22,12 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, memref, scf, vector
 from xdsl.dialects.builtin import f32
-from xdsl.ir import Operation, Region, SSAValue
+from xdsl.ir import Region, SSAValue
 
 from graphfuse.dialects import loop
+from graphfuse.lowering.cpu.gemm.dot_columns import DotTask, dot_epilogue, dot_products
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder, Mapping
-from graphfuse.lowering.cpu.gemm.operand_packing import OperandPacker, flat_panels
+from graphfuse.lowering.cpu.gemm.operand_packing import OperandPacker
 from graphfuse.lowering.cpu.gemm.tile_epilogue import emit_vector_epilogue, vector_epilogue_run
 from graphfuse.lowering.cpu.gemm.tile_plan import MR, TilePlan
 
@@ -53,6 +54,10 @@ class _Shape:
     vectors: int
     dots: int
     last: bool | None
+
+
+def _at(task: _Task) -> DotTask:
+    return DotTask(task.batch, task.slot_a, task.slot_b)
 
 
 class TaskEmitter:
@@ -149,7 +154,7 @@ class TaskEmitter:
         vectors = shape.vectors
         init = em.emit(vector.BroadcastOp(found.reduce.init, vec))
         row_values = [em.emit(arith.AddiOp(row0, em.index(r))) for r in range(rows)]
-        dot_sums = self._dots(em, task, row_values, shape.dots)
+        dot_sums = dot_products(em, self.plan, self.packer, _at(task), row_values, shape.dots)
         if not vectors:
             self._epilogue(em, task, row_values, panel, [], shape, dot_sums)
             return
@@ -176,75 +181,6 @@ class TaskEmitter:
                     result = for_op.results[vectors * r + h]
                     em.add(vector.StoreOp(result, task.tile, [em.index(r), halves[h]]))
         self._epilogue(em, task, row_values, panel, list(for_op.results), shape, dot_sums)
-
-    def _dots(
-        self, em: GemmBuilder, task: _Task, row_values: Sequence[SSAValue], dots: int
-    ) -> list[list[SSAValue]]:
-        """Per row, the sums of the last panel's `dots` dot columns: vectors of A's row
-        times the column along K (Bp's dot panel), `lanes` products at a time, summed
-        across the lanes, then the K mod lanes products left one by one."""
-        if not dots:
-            return [[] for _ in row_values]
-        found, plan, vec = self.found, self.plan, self.plan.vec
-        lanes = plan.lanes
-        flat = em.emit(flat_panels(self.packer.packed_b))
-        where = em.index(plan.dot_panel)
-        slot_b = task.slot_b
-        zero = em.emit(vector.BroadcastOp(em.constant(0.0, f32), vec))
-        blocks = found.k // lanes
-        count = len(row_values) * dots
-        sums: list[SSAValue] = []
-        if blocks:
-            for_op, step = em.loop(em.index(0), em.index(blocks), [zero] * count)
-            k = step.emit(arith.MuliOp(step.block.args[0], step.index(lanes)))
-            columns = [
-                step.emit(vector.LoadOp(flat, [slot_b, where, self._dot_at(step, j, k)], vec))
-                for j in range(dots)
-            ]
-            out: list[SSAValue] = []
-            for r, row in enumerate(row_values):
-                a = self._a_vector(step, task, row, k)
-                for j in range(dots):
-                    carried = step.block.args[1 + r * dots + j]
-                    out.append(step.emit(vector.FMAOp(a, columns[j], carried)))
-            step.add(scf.YieldOp(*out))
-            sums = [em.emit(_sum_lanes(v)) for v in for_op.results]
-        else:
-            sums = [em.constant(0.0, f32)] * count
-        if found.k % lanes:
-            for_op, step = em.loop(em.index(blocks * lanes), em.index(found.k), sums)
-            k = step.block.args[0]
-            columns = [
-                step.emit(memref.LoadOp.get(flat, [slot_b, where, self._dot_at(step, j, k)]))
-                for j in range(dots)
-            ]
-            out = []
-            for r, row in enumerate(row_values):
-                a = self._a_value(step, task, row, k)
-                for j in range(dots):
-                    product = step.emit(arith.MulfOp(a, columns[j]))
-                    out.append(step.emit(arith.AddfOp(step.block.args[1 + r * dots + j], product)))
-            step.add(scf.YieldOp(*out))
-            sums = list(for_op.results)
-        init = found.reduce.init
-        sums = [em.emit(arith.AddfOp(init, s)) for s in sums]
-        return [sums[r * dots : (r + 1) * dots] for r in range(len(row_values))]
-
-    def _dot_at(self, em: GemmBuilder, j: int, k: SSAValue) -> SSAValue:
-        """Where dot column j's value at k lies in the flat dot panel."""
-        return em.emit(arith.AddiOp(em.index(j * self.found.k), k))
-
-    def _a_vector(self, em: GemmBuilder, task: _Task, row: SSAValue, k: SSAValue) -> SSAValue:
-        """A at (row, k..k + lanes) of the task's batch point: A's rows run along K, in Ap
-        and where the tiles read A in place."""
-        vec = self.plan.vec
-        if self.plan.a_in_place is None:
-            assert self.packer.packed_a is not None
-            return em.emit(vector.LoadOp(self.packer.packed_a, [task.slot_a, row, k], vec))
-        load = self.found.a.direct_load()
-        assert load is not None
-        leading = [task.batch.get(i, i) for i in list(load.indices)[:-2]]
-        return em.emit(vector.LoadOp(load.buffer, [*leading, row, k], vec))
 
     def _a_value(self, em: GemmBuilder, task: _Task, row: SSAValue, k: SSAValue) -> SSAValue:
         """A at (row, k) of the task's batch point: from A itself or its packed copy."""
@@ -280,7 +216,7 @@ class TaskEmitter:
                 self._vector_epilogue(em, task, row_values, column0, sums, groups)
             if vector_columns > groups * lanes:
                 self._scalar_epilogue(em, task, row_values, column0, groups * lanes)
-            self._dot_epilogue(em, task, row_values, dot_sums)
+            dot_epilogue(em, self.found, task.batch, row_values, dot_sums)
             return
         if self.run is None:
             self._scalar_epilogue(em, task, row_values, column0, 0)
@@ -297,28 +233,6 @@ class TaskEmitter:
         full.add(scf.YieldOp())
         tail.add(scf.YieldOp())
         em.add(scf.IfOp(is_last, [], Region(tail.block), Region(full.block)))
-
-    def _dot_epilogue(
-        self,
-        em: GemmBuilder,
-        task: _Task,
-        row_values: Sequence[SSAValue],
-        dot_sums: Sequence[Sequence[SSAValue]],
-    ) -> None:
-        """The epilogue on the dot columns (the last ones, below N) of each row."""
-        found = self.found
-        rows_dims, columns_dims = self.plan.dims(found.rows), self.plan.dims(found.columns)
-        for row, values in zip(row_values, dot_sums, strict=True):
-            local_rows = dict(task.batch)
-            local_rows.update(em.bind(found.args(found.rows), row, rows_dims))
-            for j, value in enumerate(values):
-                column = em.index(found.n - len(values) + j)
-                local = dict(local_rows)
-                local.update(em.bind(found.args(found.columns), column, columns_dims))
-                local[found.reduce.result] = value
-                for op in found.nest.body.block.ops:
-                    if op is not found.reduce and not isinstance(op, loop.YieldOp):
-                        em.add(op.clone(value_mapper=local))
 
     def _scalar_epilogue(
         self,
@@ -387,16 +301,3 @@ class TaskEmitter:
                 mapping = {**task.batch, **rows, **columns}
                 access = (run, position)
                 emit_vector_epilogue(em, found, mapping, sums[per_row * r + h], lanes, access)
-
-
-def _sum_lanes(value: SSAValue) -> Operation:
-    """vector.reduction <add> of a vector<lanes x f32> into f32 (xDSL's constructor gives
-    the vector's type as the result's)."""
-    return vector.ReductionOp.create(
-        operands=[value],
-        result_types=[f32],
-        properties={
-            "kind": vector.CombiningKindAttr(vector.CombiningKindFlag.ADD),
-            "fastmath": arith.FastMathFlagsAttr("none"),
-        },
-    )
