@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import i64
 from xdsl.ir import Attribute, SSAValue
 
 from graphfuse.dialects import graph, loop
@@ -158,6 +159,23 @@ def _window_leaves(out: int, stride: int, taps: int, dilation: int, pad: int, si
     return pad > 0 or (out - 1) * stride + (taps - 1) * dilation - pad >= size
 
 
+def _taps_inside(em: Emitter, out: Index, stride: int, taps: int, pad: int, size: int) -> Index:
+    """How many of the window's taps at output position `out` fall inside [0, size)."""
+    start = em.isub(em.imul(out, stride), pad)
+    if isinstance(start, int):
+        return min(start + taps, size) - max(start, 0)
+    end = em.emit(arith.MinSIOp(em.index_value(em.iadd(start, taps)), em.index_value(size)))
+    first = em.emit(arith.MaxSIOp(em.index_value(start), em.index_value(0)))
+    return em.emit(arith.SubiOp(end, first))
+
+
+def _clamp_stays_in_window(out: int, stride: int, taps: int, pad: int, size: int) -> bool:
+    """Whether every window overlaps the input [0, size) on this axis, so that a window
+    position clamped into the input is a position of the same window: the first window
+    ends at or past 0 (pad < taps) and the last starts before `size`."""
+    return pad < taps and (out - 1) * stride - pad <= size - 1
+
+
 @RULES.value(graph.Conv2dOp)
 def _conv2d(builder: ElementBuilder, op: graph.Conv2dOp, index: tuple[Index, ...]) -> SSAValue:
     em = builder.em
@@ -246,8 +264,26 @@ def _pool(builder: ElementBuilder, op: graph.Pool2dOp, index: tuple[Index, ...])
             _window_position(em, ow, taps[1], sw, 1, left),
         )
 
+    height, width = shape_of(op.input)[2:]
+    out_height, out_width = shape_of(op.result)[2:]
+    leaves = (
+        _window_leaves(out_height, sh, kh, 1, top, height),
+        _window_leaves(out_width, sw, kw, 1, left, width),
+    )
+    # Only rows and columns can leave the input (batch and channel are the output's own).
+    checked = (False, False, *leaves)
+    nearest = is_max and _clamp_stays_in_window(out_height, sh, kh, top, height)
+    nearest = nearest and _clamp_stays_in_window(out_width, sw, kw, left, width)
+
     def body(taps: tuple[Index, ...]) -> SSAValue:
-        return builder.guarded(op.input, position(taps), fill)
+        if nearest:
+            # A tap past the input reads the input's nearest row or column, which is in
+            # the same window: the maximum is the same, with no compare and select.
+            n_, c_, ih, iw = position(taps)
+            ih = em.iclamp(ih, height) if leaves[0] else ih
+            iw = em.iclamp(iw, width) if leaves[1] else iw
+            return builder.value_at(op.input, (n_, c_, ih, iw))
+        return builder.guarded(op.input, position(taps), fill, checked)
 
     kind = _kind(loop.ReduceKind.MAX, element) if is_max else loop.ReduceKind.ADD
     total = _accumulate(em, kind, [kh, kw], typ, body)
@@ -255,15 +291,14 @@ def _pool(builder: ElementBuilder, op: graph.Pool2dOp, index: tuple[Index, ...])
         return total
     if isinstance(op, graph.AvgPool2dOp) and op.count_include_pad is not None:
         return em.emit(arith.DivfOp(total, em.constant(float(kh * kw), typ)))
-    height, width = shape_of(op.input)[2:]
 
-    def counted(taps: tuple[Index, ...]) -> SSAValue:
-        _, _, ih, iw = position(taps)
-        inside = em.both(em.in_range(ih, 0, height), em.in_range(iw, 0, width))
-        one = em.constant(1.0, typ)
-        if isinstance(inside, bool):
-            return one if inside else em.constant(0.0, typ)
-        return em.emit(arith.SelectOp(inside, one, em.constant(0.0, typ)))
-
-    count = _accumulate(em, loop.ReduceKind.ADD, [kh, kw], typ, counted)
+    # The taps inside the input, per axis: min(start + taps, size) - max(start, 0).
+    rows = _taps_inside(em, oh, sh, kh, top, height)
+    columns = _taps_inside(em, ow, sw, kw, left, width)
+    if isinstance(rows, int) and isinstance(columns, int):
+        count = em.constant(float(rows * columns), typ)
+    else:
+        product = em.emit(arith.MuliOp(em.index_value(rows), em.index_value(columns)))
+        wide = em.emit(arith.IndexCastOp(product, i64))
+        count = em.emit(arith.SIToFPOp(wide, typ))
     return em.emit(arith.DivfOp(total, count))
