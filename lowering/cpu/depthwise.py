@@ -197,9 +197,14 @@ def _retarget_copies(found: _Depthwise, image: SSAValue) -> bool:
 
 
 def _is_fill(top: loop.ParallelOp, store: loop.StoreOp) -> bool:
-    """`top` stores one value defined outside it at its own indices, and nothing else."""
+    """`top` stores one value defined outside it at its own indices (a constant 0 for a
+    dimension of 1, as a batch of 1), and nothing else."""
     ops = list(top.body.block.ops)
-    own = list(store.indices) == list(top.body.block.args)
+    args = top.body.block.args
+    own = len(store.indices) == len(args) and all(
+        index is arg or (extent == 1 and _batch(index, arg, 1))
+        for index, arg, extent in zip(store.indices, args, top.shape, strict=True)
+    )
     return len(ops) == 2 and own and _outside(store.value, top)
 
 
