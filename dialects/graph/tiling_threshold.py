@@ -18,7 +18,7 @@ models ran 15-30% faster (ViT 0.092 -> 0.058 ms, Llama 0.142 -> 0.105 ms, Mobile
 0.63 ms, 2 threads, side by side with onnxruntime in one process)."""
 
 
-MIN_POINTS, MIN_REDUCTION = 64, 8
+MIN_POINTS, MIN_REDUCTION = 64, 4
 """Below these a contraction is degenerate for a GEMM's register tiles (a 3x3 product of
 depth 3000, or an outer product of depth 1 ran 30-40% slower tiled)."""
 
