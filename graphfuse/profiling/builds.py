@@ -138,7 +138,7 @@ def _op_costs(fused: graph.FusedOp) -> list[OpCost]:
         read = [v for v in dict.fromkeys(op.operands) if from_memory(v)]
         written = [r for r in op.results if r in yielded]
         moved = sum(value_bytes(v) for v in (*read, *written))
-        found = next((t for r in op.results if (t := tokens_of(r.name_hint))), [])
+        found = next((t for r in op.results if (t := tokens_of(r.name_hint))), list[str]())
         tokens: list[str | None] = [*found] or [None]
         share = len(tokens)  # a merged op's cost is split evenly among the ops it stands for
         name, flops = op.name.removeprefix("graph."), op_flops(op)

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import product
+from typing import cast
 
 from xdsl.dialects import arith
-from xdsl.dialects.arith import FastMathFlag
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.utils import FastMathFlag
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from graphfuse.dialects import loop
 
@@ -65,7 +66,8 @@ def _outside(value: SSAValue, nest: Operation) -> bool:
     """`value` is defined outside `nest` (a kernel argument or an op before it)."""
     owner = value.owner
     if isinstance(owner, Block):
-        return owner.parent_op() is not nest and not nest.is_ancestor(owner.parent_op())
+        parent = owner.parent_op()
+        return parent is None or (parent is not nest and not nest.is_ancestor(parent))
     return not nest.is_ancestor(owner)
 
 
@@ -88,8 +90,9 @@ def match_depthwise(nest: loop.ParallelOp, lanes: int) -> _Depthwise | None:
         return None
     image, weight = loads
     width = nest.shape[3]
-    strided = _buffer_shape(image.buffer)[3] >= 2 * width  # type: ignore[index]
-    worth = taps >= _MANY_TAPS or (taps >= _STRIDED_TAPS and strided) or 2 * width <= lanes
+    shape = _buffer_shape(image.buffer)
+    strided = shape is not None and shape[3] >= 2 * width
+    worth: bool = taps >= _MANY_TAPS or (taps >= _STRIDED_TAPS and strided) or 2 * width <= lanes
     return _Depthwise(nest, reduce, image, weight) if worth else None
 
 
@@ -150,11 +153,12 @@ _IMAGE_PERM = (0, 2, 3, 1)
 _WEIGHT_PERM = (1, 2, 3, 0)
 
 
-def _permuted_type(value: SSAValue, perm: tuple[int, ...]) -> MemRefType:
+def _permuted_type(value: SSAValue, perm: tuple[int, ...]) -> MemRefType[Attribute]:
     typ = value.type
     assert isinstance(typ, MemRefType)
-    shape = typ.get_shape()
-    return MemRefType(typ.element_type, [shape[d] for d in perm])
+    memref_type = cast(MemRefType[Attribute], typ)
+    shape = memref_type.get_shape()
+    return MemRefType(memref_type.get_element_type(), [shape[d] for d in perm])
 
 
 def _retarget_copies(found: _Depthwise, image: SSAValue) -> bool:
@@ -245,7 +249,7 @@ def rewrite_depthwise(found: _Depthwise) -> None:
         if isinstance(op, loop.YieldOp):
             break
         if op is found.reduce:
-            mapping[op.result] = _taps(found, block, mapping, image, weight)
+            mapping[op.results[0]] = _taps(found, block, mapping, image, weight)
             continue
         block.add_op(op.clone(value_mapper=mapping))
     block.add_op(loop.YieldOp())
@@ -268,14 +272,14 @@ def _taps(
     chains: list[SSAValue | None] = [None] * _CHAINS
     for number, point in enumerate(product(*(range(e) for e in reduce.shape))):
         local = dict(mapping)
-        for arg, value in zip(args, point, strict=True):
-            local[arg] = _index(block, value)
+        for arg, position in zip(args, point, strict=True):
+            local[arg] = _index(block, position)
         value: SSAValue | None = None
         for op in reduce.body.block.ops:
             if isinstance(op, loop.YieldOp):
                 value = local[op.values[0]]
                 break
-            if op is found.image or op is found.weight:
+            if isinstance(op, loop.LoadOp) and (op is found.image or op is found.weight):
                 perm = _IMAGE_PERM if op is found.image else _WEIGHT_PERM
                 indices = [local.get(i, i) for i in op.indices]
                 load = loop.LoadOp(

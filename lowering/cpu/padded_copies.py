@@ -114,7 +114,7 @@ def _own_indices(nest: loop.ParallelOp, store: loop.StoreOp) -> bool:
 def _clamps(nest: loop.ParallelOp, load: loop.LoadOp) -> dict[int, _Clamp] | None:
     """The load's clamped indices by nest dimension, if its other indices are nest indices
     (not clamped ones) or constants and the clamps are paddings."""
-    args = list(nest.body.block.args)
+    args: list[SSAValue] = list(nest.body.block.args)
     clamps: dict[int, _Clamp] = {}
     for index in load.indices:
         if index in args or _constant(index) is not None:
@@ -190,7 +190,7 @@ def _interior(found: _PaddedCopy) -> loop.ParallelOp:
         block.add_ops([offset, shifted])
         padded.append(shifted.result)
     at = _at(found, padded)
-    outer = list(found.nest.body.block.args)
+    outer: list[SSAValue] = list(found.nest.body.block.args)
     by_clamp = {clamp.value: inner[d] for d, clamp in found.clamps.items()}
     indices = [
         by_clamp.get(i, inner[outer.index(i)] if i in outer else i) for i in found.load.indices

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import i64
+from xdsl.dialects.builtin import AnyFloat, i64
 from xdsl.ir import Attribute, SSAValue
 
 from graphfuse.dialects import graph, loop
@@ -300,5 +301,5 @@ def _pool(builder: ElementBuilder, op: graph.Pool2dOp, index: tuple[Index, ...])
     else:
         product = em.emit(arith.MuliOp(em.index_value(rows), em.index_value(columns)))
         wide = em.emit(arith.IndexCastOp(product, i64))
-        count = em.emit(arith.SIToFPOp(wide, typ))
+        count = em.emit(arith.SIToFPOp(wide, cast(AnyFloat, typ)))  # pooling is of floats
     return em.emit(arith.DivfOp(total, count))

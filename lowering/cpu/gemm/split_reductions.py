@@ -12,7 +12,7 @@ A reduction moves only where its nest would be tiled (match_contraction takes it
 from __future__ import annotations
 
 from xdsl.dialects.builtin import MemRefType
-from xdsl.ir import Block, Operation
+from xdsl.ir import Block, Operation, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.contractions import match_contraction
@@ -35,7 +35,7 @@ def _move_out(kernel: loop.KernelOp, nest: loop.ParallelOp, reduce: loop.ReduceO
     sums = entry.insert_arg(MemRefType(reduce.result.type, nest.shape), len(entry.args))
     alone = loop.ParallelOp(nest.shape)
     body = alone.body.block
-    mapping = dict(zip(nest.body.block.args, body.args, strict=True))
+    mapping: dict[SSAValue, SSAValue] = dict(zip(nest.body.block.args, body.args, strict=True))
     kept: loop.StoreOp | None = None
     for op in nest.body.block.ops:
         if isinstance(op, loop.YieldOp):
