@@ -79,6 +79,18 @@ def reshape_check(shape: Sequence[int], target: Sequence[int]) -> None:
         )
 
 
+def reshape_kept_dims(shape: Sequence[int], target: Sequence[int]) -> tuple[int, int]:
+    """How many leading and trailing dims a reshape keeps unchanged: the dims between are
+    all it regroups (its index map reads the kept ones directly, without div/mod)."""
+    head = 0
+    while head < min(len(shape), len(target)) and shape[head] == target[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(shape), len(target)) - head and shape[-1 - tail] == target[-1 - tail]:
+        tail += 1
+    return head, tail
+
+
 def reduce_shape(shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> Shape:
     """Result shape of a reduction over `axes`."""
     reduced = set(normalize_axes(axes, len(shape)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from graphfuse.dialects.graph.shape_rules import reshape_kept_dims
 from graphfuse.dialects.loop.emitter import Emitter, Index
 
 IndexTuple = tuple[Index, ...]
@@ -55,15 +56,7 @@ def reshape(
     em: Emitter, index: Sequence[Index], out_shape: Sequence[int], in_shape: Sequence[int]
 ) -> IndexTuple:
     """Same row-major element; dims shared at the front or back map directly (no div/mod)."""
-    head = 0
-    while head < min(len(out_shape), len(in_shape)) and out_shape[head] == in_shape[head]:
-        head += 1
-    tail = 0
-    while (
-        tail < min(len(out_shape), len(in_shape)) - head
-        and out_shape[-1 - tail] == in_shape[-1 - tail]
-    ):
-        tail += 1
+    head, tail = reshape_kept_dims(out_shape, in_shape)
     out_mid = out_shape[head : len(out_shape) - tail]
     in_mid = in_shape[head : len(in_shape) - tail]
     offset = linearize(em, index[head : len(index) - tail], out_mid)

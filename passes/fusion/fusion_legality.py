@@ -31,6 +31,7 @@ from xdsl.ir import Operation
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import FusionKind
+from graphfuse.dialects.graph.shape_rules import reshape_kept_dims
 from graphfuse.dialects.graph.tiling_threshold import worth_tiling
 from graphfuse.passes.analysis.cost_model import elementwise_flops
 from graphfuse.passes.analysis.dataflow import DataflowGraph
@@ -101,13 +102,8 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
 def _splits_only(op: graph.ReshapeOp) -> bool:
     """Whether the reshape only splits one run of input dims (the dims it keeps at the front
     and back aside), so its index map reads the input at an affine index."""
-    source, target = graph.shape_of(op.input), graph.shape_of(op.result)
-    head = 0
-    while head < min(len(source), len(target)) and source[head] == target[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(source), len(target)) - head and source[-1 - tail] == target[-1 - tail]:
-        tail += 1
+    source = graph.shape_of(op.input)
+    head, tail = reshape_kept_dims(source, graph.shape_of(op.result))
     return len(source) - head - tail <= 1
 
 
