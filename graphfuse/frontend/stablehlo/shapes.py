@@ -1,0 +1,168 @@
+"""StableHLO data movement as graph ops: constant, iota, broadcast_in_dim, reshape,
+transpose, slice, dynamic_slice (known starts), pad (interior padding too), concatenate,
+reverse.
+
+Known values (constants, iotas and what is computed from them here) stay NumPy arrays:
+a splat or an iota is a broadcast view that costs nothing until a graph op reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import BFloat16Type
+from xdsl.ir import SSAValue
+
+from graphfuse.dialects import graph
+from graphfuse.dialects.graph import shape_rules as rules
+from graphfuse.dialects.graph.elements import numpy_dtype
+from graphfuse.frontend.onnx_builder import Value, f64_attr, i64_array, i64_attr, shape_of
+from graphfuse.frontend.onnx_nn import strided_slice
+from graphfuse.frontend.stablehlo.builder import HloBuilder, HloOp, is_known
+from graphfuse.frontend.stablehlo.reading import dense_to_numpy
+from graphfuse.frontend.stablehlo.table import converts
+
+
+@converts("stablehlo.constant")
+def _constant(b: HloBuilder, op: HloOp) -> list[Value]:
+    array = dense_to_numpy(op.attr("value"), op.label)
+    element = op.result_element()
+    if isinstance(element, BFloat16Type):  # no NumPy dtype says bf16: a constant now
+        return [b.tensor(np.ascontiguousarray(array), element)]
+    return [array]
+
+
+@converts("stablehlo.iota")
+def _iota(b: HloBuilder, op: HloOp) -> list[Value]:
+    shape, axis = op.result_shape(), op.int("iota_dimension", 0)
+    element = op.result_element()
+    line = np.arange(shape[axis], dtype=numpy_dtype(element))
+    lined = line.reshape([-1 if i == axis else 1 for i in range(len(shape))])
+    array = np.broadcast_to(lined, shape)
+    if isinstance(element, BFloat16Type):
+        return [b.tensor(np.ascontiguousarray(array), element)]
+    return [array]
+
+
+@converts("stablehlo.broadcast_in_dim")
+def _broadcast_in_dim(b: HloBuilder, op: HloOp) -> list[Value]:
+    """Operand dim i lands on result dim dims[i]: transpose so dims increase, put unit
+    dims between them, then broadcast."""
+    x, dims = op.operands[0], op.ints("broadcast_dimensions")
+    shape = op.result_shape()
+    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    x = b.transpose(x, order)
+    placed = dict(zip(sorted(dims), shape_of(x), strict=True))
+    x = b.reshape(x, [placed.get(i, 1) for i in range(len(shape))])
+    return [b.broadcast_to(x, shape)]
+
+
+@converts("stablehlo.reshape")
+def _reshape(b: HloBuilder, op: HloOp) -> list[Value]:
+    return [b.reshape(op.operands[0], op.result_shape())]
+
+
+@converts("stablehlo.transpose")
+def _transpose(b: HloBuilder, op: HloOp) -> list[Value]:
+    return [b.transpose(op.operands[0], op.ints("permutation"))]
+
+
+@converts("stablehlo.slice")
+def _slice(b: HloBuilder, op: HloOp) -> list[Value]:
+    x = op.operands[0]
+    starts = op.ints("start_indices")
+    strides = op.ints("strides", [1] * len(starts))
+    return [strided_slice(b, x, starts, op.result_shape(), strides)]
+
+
+@converts("stablehlo.dynamic_slice")
+def _dynamic_slice(b: HloBuilder, op: HloOp) -> list[Value]:
+    """A slice whose starts are known at import, clamped into the operand as StableHLO
+    says; starts computed from the inputs are refused."""
+    x, *indices = op.operands
+    sizes = op.ints("slice_sizes")
+    starts = [
+        min(max(b.ints(i, f"start index #{n}")[0], 0), dim - size)
+        for n, (i, dim, size) in enumerate(zip(indices, shape_of(x), sizes, strict=True))
+    ]
+    return [strided_slice(b, x, starts, sizes, [1] * len(sizes))]
+
+
+def _scalar(b: HloBuilder, value: Value, what: str) -> float:
+    if isinstance(value, SSAValue):
+        raise b.fail(f"{what} must be a constant, not computed")
+    return float(np.asarray(value).reshape(-1)[0])
+
+
+def interior_pad(b: HloBuilder, x: Value, interior: Sequence[int], fill: float) -> Value:
+    """`interior[i]` fills between neighbours along axis i: each element gets the fills
+    after it (a unit axis padded at its end), the last one's are cut off again."""
+    for axis, count in enumerate(interior):
+        if count == 0 or shape_of(x)[axis] <= 1:
+            continue
+        shape = list(shape_of(x))
+        split = [*shape[: axis + 1], 1, *shape[axis + 1 :]]
+        high = [0] * len(split)
+        high[axis + 1] = count
+        spread = _pad(b, b.reshape(x, split), [0] * len(split), high, fill)
+        shape[axis] *= count + 1
+        flat = b.reshape(spread, shape)
+        shape[axis] -= count
+        x = strided_slice(b, flat, [0] * len(shape), shape, [1] * len(shape))
+    return x
+
+
+def _pad(b: HloBuilder, x: Value, low: Sequence[int], high: Sequence[int], fill: float) -> Value:
+    """Constant padding; a negative amount crops."""
+    shape = shape_of(x)
+    crop = [max(-lo, 0) for lo in low]
+    sizes = [d - c - max(-hi, 0) for d, c, hi in zip(shape, crop, high, strict=True)]
+    x = strided_slice(b, x, crop, sizes, [1] * len(shape))
+    low, high = [max(lo, 0) for lo in low], [max(hi, 0) for hi in high]
+    if not any(low) and not any(high):
+        return x
+    if is_known(x):
+        return np.pad(np.asarray(x), list(zip(low, high, strict=True)), constant_values=fill)
+    out = rules.pad_shape(shape_of(x), low, high)
+    return b.op(
+        graph.PadOp, [x], out, low=i64_array(low), high=i64_array(high), value=f64_attr(fill)
+    )
+
+
+@converts("stablehlo.pad")
+def _pad_op(b: HloBuilder, op: HloOp) -> list[Value]:
+    x, value = op.operands
+    fill = _scalar(b, value, "the padding value")
+    x = interior_pad(b, x, op.ints("interior_padding"), fill)
+    return [_pad(b, x, op.ints("edge_padding_low"), op.ints("edge_padding_high"), fill)]
+
+
+@converts("stablehlo.concatenate")
+def _concatenate(b: HloBuilder, op: HloOp) -> list[Value]:
+    axis = op.int("dimension", 0)
+    if all(is_known(v) for v in op.operands):
+        return [np.concatenate([np.asarray(v) for v in op.operands], axis)]
+    values = [b.tensor(v) for v in op.operands]
+    return [b.op(graph.ConcatOp, values, op.result_shape(), axis=i64_attr(axis))]
+
+
+@converts("stablehlo.reverse")
+def _reverse(b: HloBuilder, op: HloOp) -> list[Value]:
+    """Reversed axes as gathers of the indices n-1 .. 0 (the graph has no reverse)."""
+    x = op.operands[0]
+    for axis in op.ints("dimensions"):
+        if is_known(x):
+            x = np.flip(np.asarray(x), axis)
+            continue
+        size = shape_of(x)[axis]
+        if size > 1:
+            indices = np.arange(size - 1, -1, -1, dtype=np.int64)
+            x = b.op(graph.GatherOp, [x, indices], shape_of(x), axis=i64_attr(axis))
+    return [x]
+
+
+@converts("stablehlo.optimization_barrier")
+def _barrier(b: HloBuilder, op: HloOp) -> list[Value]:
+    del b
+    return list(op.operands)
