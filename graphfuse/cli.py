@@ -65,16 +65,41 @@ def _load(args: argparse.Namespace) -> ModuleOp:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    """Import an ONNX model as a graph-dialect module."""
+    """Import an ONNX model, or TOSA or StableHLO MLIR, as a graph-dialect module."""
     from graphfuse.frontend.onnx_import import from_onnx, parse_constants, parse_input_shapes
     from graphfuse.outputs import check_output_file
 
     if args.output is not None:
         check_output_file(args.output)
     shapes = parse_input_shapes(args.input_shape or [])
-    module = from_onnx(args.file, shapes, constants=parse_constants(args.constant or []))
+    constants = parse_constants(args.constant or [])
+    kind = _import_kind(args.file)
+    if kind == "onnx":
+        module = from_onnx(args.file, shapes, constants=constants)
+    else:
+        from graphfuse.compiler import load
+        from graphfuse.parsing import GraphfuseError
+
+        if kind == "mlir":
+            raise GraphfuseError(
+                f"{args.file}: holds no TOSA or StableHLO ops: a graph-dialect file needs no "
+                "import (graphfuse import reads .onnx, .tosa.mlir and .stablehlo.mlir)"
+            )
+        module = load(args.file, shapes, constants)
     _write_module(module, args.output, args.inline_weights)
     return 0
+
+
+def _import_kind(path: str) -> str:
+    """The reader `import` uses: by suffix as `compiler.input_kind` says; a file of any
+    other suffix goes to the ONNX reader, which says what is wrong with it, as before."""
+    from graphfuse.compiler import input_kind
+    from graphfuse.parsing import GraphfuseError
+
+    try:
+        return input_kind(path)
+    except GraphfuseError:
+        return "onnx"
 
 
 def _write_module(module: ModuleOp, output: str | None, inline: bool) -> None:
@@ -479,7 +504,10 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     return 0
 
 
-_FILE_HELP = "graph-dialect .mlir file or .onnx model"
+_FILE_HELP = (
+    "graph-dialect .mlir file, .onnx model, or TOSA (.tosa.mlir) or StableHLO "
+    "(.stablehlo.mlir) MLIR"
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -588,8 +616,14 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         fuse.add_argument(f"--no-{part}", dest=part, action="store_false", help=f"skip {what}")
     fuse.set_defaults(handler=cmd_fuse)
-    import_ = commands.add_parser("import", help="import an ONNX model as a graph-dialect module")
-    import_.add_argument("file", help=".onnx model")
+    import_ = commands.add_parser(
+        "import", help="import an ONNX model or TOSA/StableHLO MLIR as a graph-dialect module"
+    )
+    import_.add_argument(
+        "file",
+        help=".onnx model, .tosa.mlir or .stablehlo.mlir file (a .mlir of tosa.* or "
+        "stablehlo.* ops is recognised too)",
+    )
     import_.add_argument("-o", "--output", help="write the module here (default: stdout)")
     _input_shape_argument(import_)
     import_.set_defaults(handler=cmd_import)

@@ -153,7 +153,8 @@ def _load_path(
             "got MLIR text where a path is expected: parse it first with "
             "graphfuse.parsing.parse_text(text) and pass the module"
         )
-    if input_kind(path) == "onnx":
+    kind = input_kind(path)
+    if kind == "onnx":
         from graphfuse.frontend.onnx_import import from_onnx
 
         module = from_onnx(path, input_shapes, constants=constants)
@@ -162,6 +163,15 @@ def _load_path(
     if input_shapes or constants:
         option = "--input-shape" if input_shapes else "--constant"
         raise GraphfuseError(f"{path}: {option} applies to .onnx models only")
+    if kind == "tosa":
+        from graphfuse.frontend.tosa import import_tosa_file
+
+        return import_tosa_file(path)
+    if kind == "stablehlo":
+        # Imported lazily: the StableHLO front end needs jaxlib's MLIR bindings.
+        from graphfuse.frontend.stablehlo import import_stablehlo_file
+
+        return import_stablehlo_file(path)
     return parse_file(path)
 
 
@@ -192,20 +202,46 @@ def _looks_like_mlir_text(path: str) -> bool:
 
 _MLIR_START = re.compile(r"\s*(func\.func\s+@|builtin\.module\s*\{|module\s*\{)")
 
-INPUT_KINDS = {".mlir": "mlir", ".onnx": "onnx"}
-"""The front end each input suffix picks."""
+INPUT_KINDS = {
+    ".tosa.mlir": "tosa",
+    ".stablehlo.mlir": "stablehlo",
+    ".mlir": "mlir",
+    ".onnx": "onnx",
+}
+"""The front end each input suffix picks (the longest suffix that fits): 'mlir' is the
+graph dialect, unless the file's ops are TOSA or StableHLO (`sniff_mlir`)."""
 
 
 def input_kind(path: str | Path) -> str:
-    """'mlir' or 'onnx' by the file's suffix; any other suffix is refused rather than
-    guessed, so a binary model is never read as MLIR text nor the reverse."""
-    kind = INPUT_KINDS.get(Path(path).suffix.lower())
+    """'mlir', 'onnx', 'tosa' or 'stablehlo' by the file's suffix (and, for a plain .mlir,
+    the dialect of its first ops); any other suffix is refused rather than guessed, so a
+    binary model is never read as MLIR text nor the reverse."""
+    name = Path(path).name.lower()
+    kind = next((k for suffix, k in INPUT_KINDS.items() if name.endswith(suffix)), None)
     if kind is None:
         raise GraphfuseError(
             f"{path}: not a .mlir or .onnx file: graphfuse picks the reader by the suffix "
-            "(.mlir: graph dialect, .onnx: ONNX model)"
+            "(.mlir: graph dialect, .tosa.mlir: TOSA, .stablehlo.mlir: StableHLO, .onnx: "
+            "ONNX model)"
         )
-    return kind
+    return sniff_mlir(path) if kind == "mlir" else kind
+
+
+_SNIFF_BYTES = 1 << 16
+_FOREIGN_OP = re.compile(r'^\s*(?:%[^=\n]*=\s*)?"?(tosa|stablehlo)\.[a-z_]', re.MULTILINE)
+
+
+def sniff_mlir(path: str | Path) -> str:
+    """'tosa' or 'stablehlo' when an op of that dialect starts a line within the file's
+    first 64 KiB, else 'mlir' (graph dialect; an unreadable file is reported by the
+    parser)."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(_SNIFF_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return "mlir"
+    found = _FOREIGN_OP.search(head)
+    return found.group(1) if found else "mlir"
 
 
 def check_options(options: CompileOptions, target: str = "cpu") -> None:

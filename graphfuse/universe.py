@@ -53,6 +53,12 @@ def _get_graph_report_fusion() -> type[ModulePass]:
     return GraphReportFusionPass
 
 
+def _get_convert_tosa_to_graph() -> type[ModulePass]:
+    from graphfuse.frontend.tosa.convert_tosa_to_graph import ConvertTosaToGraphPass
+
+    return ConvertTosaToGraphPass
+
+
 def _get_convert_graph_to_loop() -> type[ModulePass]:
     from graphfuse.lowering.graph_to_loop.convert_graph_to_loop import ConvertGraphToLoopPass
 
@@ -139,6 +145,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-fuse": _get_graph_fuse,
     "graph-report-fusion": _get_graph_report_fusion,
     # conversions
+    "convert-tosa-to-graph": _get_convert_tosa_to_graph,
     "convert-graph-to-loop": _get_convert_graph_to_loop,
     "loop-dedupe-kernels": _get_loop_dedupe_kernels,
     "convert-loop-to-upstream": _get_convert_loop_to_upstream,
