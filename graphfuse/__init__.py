@@ -12,6 +12,10 @@ def __getattr__(name: str):  # noqa: ANN202 - lazy, so `import graphfuse` stays 
         from graphfuse.frontend.onnx_import import from_onnx
 
         return from_onnx
+    if name in ("from_stablehlo", "from_jax"):
+        from graphfuse.frontend import stablehlo
+
+        return getattr(stablehlo, name)
     if name == "reference":
         # Moved beside its dialect (graphfuse.dialects.graph.interpreter); the old import
         # `from graphfuse import reference` keeps working, with a warning.

@@ -120,14 +120,26 @@ def _logical(b: HloBuilder, op: HloOp) -> list[Value]:
     return [b.broadcast_to(result, shape)]
 
 
-@converts("stablehlo.exponential_minus_one", "stablehlo.log_plus_one", "stablehlo.is_finite")
+@converts(
+    "stablehlo.exponential_minus_one",
+    "stablehlo.log_plus_one",
+    "stablehlo.is_finite",
+    "chlo.erfc",
+    "chlo.square",
+)
 def _composed_unary(b: HloBuilder, op: HloOp) -> list[Value]:
+    """Unary ops the graph has no op for, from those it has (expm1 and log1p lose their
+    extra precision near 0; erfc its tail's relative precision: 1 - erf)."""
     x = op.operands[0]
     one = np.ones((), np.float64)
     if op.name == "stablehlo.exponential_minus_one":
         return [b.binary(graph.SubOp, b.unary(graph.ExpOp, x), one)]
     if op.name == "stablehlo.log_plus_one":
         return [b.unary(graph.LogOp, b.binary(graph.AddOp, x, one))]
+    if op.name == "chlo.erfc":
+        return [b.binary(graph.SubOp, one, b.unary(graph.ErfOp, x))]
+    if op.name == "chlo.square":
+        return [b.binary(graph.MulOp, x, x)]
     # x - x is 0 for finite x and NaN for inf and NaN.
     return [b.compare("eq", b.binary(graph.SubOp, x, x), np.zeros((), np.float64))]
 

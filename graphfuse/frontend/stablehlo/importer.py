@@ -27,6 +27,7 @@ from graphfuse.frontend.stablehlo.builder import HloBuilder, HloOp
 from graphfuse.frontend.stablehlo.reading import (
     StablehloImportError,
     location_label,
+    location_parts,
     make_context,
     parse_module,
     tensor_type,
@@ -46,8 +47,10 @@ def import_text(text: str, name: str = "main") -> ModuleOp:
         return _Importer(module).run(name)
 
 
-def op_label(op: ir.Operation) -> str:
-    where = location_label(op.location)
+def op_label(op: ir.Operation, caller_place: str = "") -> str:
+    """`stablehlo.add (jit(f)/add at f.py:4)`: the op, the name JAX gave it and where it
+    is (for an op of an inlined function without a place: where it was called)."""
+    where = location_label(op.location, caller_place)
     return f"{op.name} ({where})" if where else op.name
 
 
@@ -68,7 +71,7 @@ class _Importer:
         for index, argument in enumerate(body.arguments):
             typ = tensor_type(argument.type, f"argument #{index} of @main")
             arguments.append(self.block.insert_arg(typ, len(self.block.args)))
-        results = [self.builder.tensor(v) for v in self._inline(body, arguments, 0)]
+        results = [self.builder.tensor(v) for v in self._inline(body, arguments, [])]
         _check_results(entry, results)
         self.block.add_op(func.ReturnOp(*results))
         _unbroadcast_operands(self.block)
@@ -94,25 +97,25 @@ class _Importer:
             raise StablehloImportError("@main has no body")
         return entry
 
-    def _inline(self, body: ir.Block, arguments: Sequence[Value], depth: int) -> list[Value]:
+    def _inline(self, body: ir.Block, arguments: Sequence[Value], calls: list[str]) -> list[Value]:
         """Import the ops of `body` with its arguments bound to `arguments`; returns the
-        values its terminator returns."""
+        values its terminator returns. `calls` holds the places of the calls it is in."""
         values: dict[ir.Value, Value] = dict(zip(body.arguments, arguments, strict=True))
         for view in body.operations:
             op = view.operation
             operands = [values[v] for v in op.operands]
             if op.name in ("func.return", "stablehlo.return"):
                 return operands
-            results = self._convert(op, operands, depth)
+            results = self._convert(op, operands, calls)
             if len(results) != len(op.results):
                 raise StablehloImportError(f"{op_label(op)}: gave {len(results)} results")
             values.update(zip(op.results, results, strict=True))
         raise StablehloImportError("a function body has no func.return")
 
-    def _convert(self, op: ir.Operation, operands: list[Value], depth: int) -> list[Value]:
-        label = op_label(op)
+    def _convert(self, op: ir.Operation, operands: list[Value], calls: list[str]) -> list[Value]:
+        label = op_label(op, calls[-1] if calls else "")
         if op.name == "func.call":
-            return self._call(op, operands, depth, label)
+            return self._call(op, operands, calls, label)
         for index, result in enumerate(op.results):  # types first: dynamic shapes, dtypes
             tensor_type(result.type, f"{label}: result #{index}")
         converter = CONVERTERS.get(op.name)
@@ -128,25 +131,28 @@ class _Importer:
             text = " ".join(str(error).split())
             raise StablehloImportError(f"{label}: malformed op ({text})") from None
 
-    def _call(self, op: ir.Operation, operands: list[Value], depth: int, label: str) -> list[Value]:
+    def _call(
+        self, op: ir.Operation, operands: list[Value], calls: list[str], label: str
+    ) -> list[Value]:
         callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
         function = self.functions.get(callee)
         if function is None or not function.regions[0].blocks:
             raise StablehloImportError(f"{label}: calls @{callee}, which has no body here")
-        if depth >= _MAX_CALL_DEPTH:
+        if len(calls) >= _MAX_CALL_DEPTH:
             raise StablehloImportError(f"{label}: calls nest deeper than {_MAX_CALL_DEPTH}")
-        return self._inline(function.regions[0].blocks[0], operands, depth + 1)
+        place = location_parts(op.location)[1] or (calls[-1] if calls else "")
+        return self._inline(function.regions[0].blocks[0], operands, [*calls, place])
 
 
 def _unsupported(op: ir.Operation, label: str) -> str:
-    what = op.name
     if op.name == "stablehlo.custom_call" and "call_target_name" in op.attributes:
-        what += f" @{ir.StringAttr(op.attributes['call_target_name']).value}"
+        target = ir.StringAttr(op.attributes["call_target_name"]).value
+        return (
+            f"{label}: custom_call @{target} is not supported (graphfuse reads StableHLO ops only)"
+        )
     return (
-        f"{label}: {what} is not supported by graphfuse's StableHLO import "
+        f"{label}: not supported by graphfuse's StableHLO import "
         "(docs/stablehlo.md lists the ops it reads)"
-        if what == op.name
-        else f"{label}: {what} is not supported by graphfuse's StableHLO import"
     )
 
 

@@ -83,12 +83,20 @@ def parse_module(context: ir.Context, text: str) -> ir.Module:
 # ---- locations --------------------------------------------------------------------------
 
 
-def location_label(location: ir.Location) -> str:
-    """`name at file:line`, `line N` for text without a file, or '' when nothing is known."""
-    name, place = _name_and_place(location)
+def location_label(location: ir.Location, fallback_place: str = "") -> str:
+    """`name at file:line`, `line N` for text without a file, or '' when nothing is known;
+    `fallback_place` stands in for a location without a place (an op of an inlined
+    function, placed at its call)."""
+    name, place = location_parts(location)
+    place = place or fallback_place
     if name and place:
         return f"{name} at {place}"
     return name or place
+
+
+def location_parts(location: ir.Location) -> tuple[str, str]:
+    """The name JAX gave an op (`jit(f)/add`) and its place (`file.py:12`, `line 4`)."""
+    return _name_and_place(location)
 
 
 def _name_and_place(location: ir.Location) -> tuple[str, str]:

@@ -1,0 +1,153 @@
+"""JAX functions imported through StableHLO, compiled, run, and compared with JAX's own
+result: an MLP, softmax and layer norm, attention, CNNs in flax's and torch's layouts,
+and the data-movement and elementwise ops JAX emits."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+import graphfuse
+
+
+def _random(*shapes: tuple[int, ...], seed: int = 0) -> list[np.ndarray[Any, Any]]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape).astype(np.float32) for shape in shapes]
+
+
+def _check(f: Callable[..., Any], *args: Any, tolerance: float = 1e-5) -> None:
+    """f imported with graphfuse.from_jax, compiled and run, against jax.jit(f)."""
+    compiled = graphfuse.compile(graphfuse.from_jax(f, *args))
+    got = compiled(*args)
+    expected = jax.jit(f)(*args)
+    got_all = got if isinstance(got, tuple) else (got,)
+    expected_all = expected if isinstance(expected, tuple) else (expected,)
+    assert len(got_all) == len(expected_all)
+    for index, (g, e) in enumerate(zip(got_all, expected_all, strict=True)):
+        e = np.asarray(e)
+        assert g.shape == e.shape and g.dtype == e.dtype, f"result #{index}"
+        np.testing.assert_allclose(g, e, rtol=tolerance, atol=tolerance, err_msg=f"#{index}")
+
+
+def _mlp(x: Any, w1: Any, b1: Any, w2: Any, b2: Any) -> Any:
+    h = jax.nn.relu(x @ w1 + b1)
+    return jax.nn.gelu(h @ w2 + b2, approximate=False), jax.nn.gelu(h, approximate=True)
+
+
+def test_stablehlo_mlp_matches_jax() -> None:
+    _check(_mlp, *_random((8, 32), (32, 64), (64,), (64, 16), (16,)))
+
+
+def _norms(x: Any, scale: Any, bias: Any) -> Any:
+    mean = jnp.mean(x, axis=-1, keepdims=True)
+    var = jnp.mean((x - mean) ** 2, axis=-1, keepdims=True)
+    normed = (x - mean) * lax.rsqrt(var + 1e-5) * scale + bias
+    return jax.nn.softmax(x, axis=-1), jax.nn.log_softmax(x, axis=0), normed
+
+
+def test_stablehlo_softmax_and_layer_norm_match_jax() -> None:
+    _check(_norms, *_random((6, 40), (40,), (40,)))
+
+
+def _attention(x: Any, wq: Any, wk: Any, wv: Any) -> Any:
+    batch, seq, dim = x.shape
+    heads = 2
+
+    def split(t: Any) -> Any:
+        return t.reshape(batch, seq, heads, dim // heads)
+
+    q, k, v = split(x @ wq), split(x @ wk), split(x @ wv)
+    scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(dim // heads)
+    mask = jnp.tril(jnp.ones((seq, seq), bool))
+    scores = jnp.where(mask, scores, -1e9)
+    out = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(scores, axis=-1), v)
+    return out.reshape(batch, seq, dim)
+
+
+def test_stablehlo_attention_with_batched_dot_general_matches_jax() -> None:
+    _check(_attention, *_random((2, 8, 16), (16, 16), (16, 16), (16, 16)))
+
+
+def _cnn_nhwc(x: Any, w1: Any, b1: Any, w2: Any) -> Any:
+    """flax's layout: NHWC input, HWIO kernels; 'SAME' and strided convs, max and avg pools."""
+    dims = ("NHWC", "HWIO", "NHWC")
+    y = lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dims) + b1
+    y = jax.nn.relu(y)
+    pooled = lax.reduce_window(y, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+    z = lax.conv_general_dilated(
+        pooled, w2, (2, 2), ((1, 0), (1, 0)), rhs_dilation=(1, 1), dimension_numbers=dims
+    )
+    window = (1, 2, 2, 1)
+    avg = lax.reduce_window(z, 0.0, lax.add, window, window, "VALID") / 4.0
+    return avg, jnp.mean(z, axis=(1, 2))
+
+
+def test_stablehlo_nhwc_cnn_with_pools_matches_jax() -> None:
+    _check(_cnn_nhwc, *_random((2, 16, 16, 3), (3, 3, 3, 8), (8,), (3, 3, 8, 12)), tolerance=1e-4)
+
+
+def _cnn_nchw(x: Any, w: Any, w1d: Any, x1d: Any) -> Any:
+    """torch's layout (NCHW / OIHW), grouped, dilated and strided; a 1-D conv; an avg pool
+    with padding (flax's count_include_pad)."""
+    y = lax.conv_general_dilated(
+        x,
+        w,
+        (2, 1),
+        ((2, 2), (1, 1)),
+        rhs_dilation=(2, 1),
+        feature_group_count=2,
+        dimension_numbers=("NCHW", "OIHW", "NCHW"),
+    )
+    pooled = (
+        lax.reduce_window(
+            y, 0.0, lax.add, (1, 1, 3, 3), (1, 1, 1, 1), ((0, 0), (0, 0), (1, 1), (1, 1))
+        )
+        / 9.0
+    )
+    line = lax.conv_general_dilated(x1d, w1d, (1,), "SAME", dimension_numbers=("NWC", "WIO", "NWC"))
+    return pooled, line
+
+
+def test_stablehlo_nchw_grouped_and_1d_convolutions_match_jax() -> None:
+    _check(_cnn_nchw, *_random((1, 4, 12, 10), (6, 2, 3, 3), (5, 3, 4), (2, 20, 3)), tolerance=1e-4)
+
+
+def _data_movement(x: Any, y: Any) -> Any:
+    iota = jnp.arange(8, dtype=jnp.float32)
+    chosen = jnp.where(x > y, x[:, ::2].repeat(2, axis=1), jnp.pad(y, ((0, 0), (1, 1)))[:, 1:-1])
+    joined = jnp.concatenate([chosen, x.T.reshape(4, 8), jnp.flip(y, axis=1)], axis=0)
+    interior = lax.pad(x, 0.5, ((0, 0, 0), (1, -1, 1)))
+    counts = jnp.sum((x > 0).astype(jnp.int32), axis=1)
+    anything = jnp.any(x > 2.5, axis=0)
+    return joined + iota, interior, counts, anything, jnp.max(x, axis=1), jnp.prod(y, axis=0)
+
+
+def test_stablehlo_data_movement_matches_jax() -> None:
+    _check(_data_movement, *_random((4, 8), (4, 8)))
+
+
+def _elementwise(x: Any, y: Any) -> Any:
+    positive = jnp.abs(y) + 0.5
+    first = jax.scipy.special.erf(x) + jnp.clip(x, -1.0, 1.0) + jnp.sin(x) * jnp.cos(y)
+    second = jnp.floor(x) - jnp.ceil(y) + x.astype(jnp.int32).astype(jnp.float32)
+    third = positive**y + jnp.log1p(positive) + jnp.expm1(x / 4) + jnp.sqrt(positive)
+    fourth = jnp.tanh(x) * jax.nn.sigmoid(y) - jnp.exp(-positive) / positive
+    fifth = jnp.minimum(x, y) + jnp.maximum(x, y) + jnp.sign(x) + jnp.fmod(x, positive)
+    return first, second, third, fourth, fifth, jnp.round(x * 3), (x < y) ^ (x > 0)
+
+
+def test_stablehlo_elementwise_ops_match_jax() -> None:
+    _check(_elementwise, *_random((3, 16), (3, 16)))
+
+
+@pytest.mark.parametrize("name", ["from_stablehlo", "from_jax"])
+def test_stablehlo_entry_points_are_graphfuse_attributes(name: str) -> None:
+    from graphfuse.frontend import stablehlo
+
+    assert getattr(graphfuse, name) is getattr(stablehlo, name)
