@@ -71,6 +71,10 @@ def _convert_function(function: func.FuncOp) -> None:
     _drop_unused(new)
     function.body.detach_block(old)
     function.body.add_block(new)
+    # Producers' argument and result attributes (TFLite's ml_program.identifier) mean
+    # nothing to graphfuse, and the CPU build does not take them on an entry function.
+    function.arg_attrs = None
+    function.res_attrs = None
 
 
 def _drop_unused(block: Block) -> None:
