@@ -45,8 +45,9 @@ def from_jax(f: Callable[..., Any], *example_args: Any, name: str = "main") -> M
     _require_jaxlib()
     import jax
 
-    lowered = jax.jit(f).lower(*example_args)
-    return from_stablehlo(lowered.as_text(debug_info=True), name)
+    api: Any = jax  # jax's annotations leave parts of jit's type unknown
+    text: str = api.jit(f).lower(*example_args).as_text(debug_info=True)
+    return from_stablehlo(text, name)
 
 
 def import_stablehlo_file(path: str | Path) -> ModuleOp:

@@ -26,6 +26,8 @@ from graphfuse.frontend.stablehlo.reading import (
     StablehloImportError,
     element_type,
     ints,
+    operands_of,
+    results_of,
     tensor_type,
 )
 
@@ -113,7 +115,8 @@ class HloOp:
         return self.op.name
 
     def result_type(self, index: int = 0) -> TensorType[Attribute]:
-        return tensor_type(self.op.results[index].type, f"{self.label}: result #{index}")
+        typ = results_of(self.op)[index].type
+        return tensor_type(typ, f"{self.label}: result #{index}")
 
     def result_shape(self, index: int = 0) -> tuple[int, ...]:
         return self.result_type(index).get_shape()
@@ -122,7 +125,7 @@ class HloOp:
         return self.result_type(index).get_element_type()
 
     def operand_element(self, index: int) -> Attribute:
-        typ = self.op.operands[index].type
+        typ = operands_of(self.op)[index].type
         assert isinstance(typ, ir.ShapedType)
         return element_type(typ.element_type, f"{self.label}: operand #{index}")
 

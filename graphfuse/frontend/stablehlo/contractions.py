@@ -14,14 +14,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from jaxlib.mlir.dialects import stablehlo
-
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_rules as rules
 from graphfuse.frontend.onnx_builder import Value, shape_of
 from graphfuse.frontend.onnx_nn import conv
 from graphfuse.frontend.stablehlo.builder import HloBuilder, HloOp
-from graphfuse.frontend.stablehlo.shapes import interior_pad
+from graphfuse.frontend.stablehlo.reading import stablehlo
+from graphfuse.frontend.stablehlo.shapes import interior_pad, pad_or_crop
 from graphfuse.frontend.stablehlo.table import converts
 
 
@@ -98,14 +97,15 @@ def _convolution(b: HloBuilder, op: HloOp) -> list[Value]:
     lhs_dilation = op.ints("lhs_dilation", [1] * spatial)
     x = interior_pad(b, x, [0, 0, *(d - 1 for d in lhs_dilation)], 0.0)
     padding = op.ints("padding", [0] * 2 * spatial)
+    low, high = padding[0::2], padding[1::2]
+    # Negative padding crops the input; the rest is the convolution's own padding.
+    x = pad_or_crop(b, x, [0, 0, *(min(p, 0) for p in low)], [0, 0, *(min(p, 0) for p in high)])
     attrs = {
         "group": op.int("feature_group_count", 1),
         "strides": op.ints("window_strides", [1] * spatial),
         "dilations": op.ints("rhs_dilation", [1] * spatial),
-        "pads": [*padding[0::2], *padding[1::2]],
+        "pads": [*(max(p, 0) for p in low), *(max(p, 0) for p in high)],
     }
-    if min(attrs["pads"], default=0) < 0:
-        raise b.fail("negative convolution padding is not supported")
     (result,) = conv(b, [x, w], attrs)
     out = [
         numbers.output_batch_dimension,

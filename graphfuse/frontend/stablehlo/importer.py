@@ -25,12 +25,19 @@ from graphfuse.frontend.onnx_builder import Value
 from graphfuse.frontend.stablehlo import contractions, elementwise, reductions, shapes
 from graphfuse.frontend.stablehlo.builder import HloBuilder, HloOp
 from graphfuse.frontend.stablehlo.reading import (
+    IrValue,
     StablehloImportError,
+    arguments_of,
+    body_of,
     location_label,
     location_parts,
     make_context,
+    operands_of,
+    ops_of,
     parse_module,
+    results_of,
     tensor_type,
+    unknown_location,
 )
 from graphfuse.frontend.stablehlo.table import CONVERTERS
 
@@ -43,7 +50,7 @@ def import_text(text: str, name: str = "main") -> ModuleOp:
     """The StableHLO module in `text` as a verified graph-dialect module."""
     context = make_context()
     module = parse_module(context, text)
-    with context, ir.Location.unknown():
+    with context, unknown_location():
         return _Importer(module).run(name)
 
 
@@ -66,9 +73,10 @@ class _Importer:
 
     def run(self, name: str) -> ModuleOp:
         entry = self._entry()
-        body = entry.regions[0].blocks[0]
+        body = body_of(entry)
+        assert body is not None  # _entry checked
         arguments: list[Value] = []
-        for index, argument in enumerate(body.arguments):
+        for index, argument in enumerate(arguments_of(body)):
             typ = tensor_type(argument.type, f"argument #{index} of @main")
             arguments.append(self.block.insert_arg(typ, len(self.block.args)))
         results = [self.builder.tensor(v) for v in self._inline(body, arguments, [])]
@@ -93,30 +101,30 @@ class _Importer:
         if entry is None:
             found = ", ".join(f"@{n}" for n in self.functions) or "none"
             raise StablehloImportError(f"the module has no function @main (functions: {found})")
-        if not entry.regions[0].blocks:
+        if body_of(entry) is None:
             raise StablehloImportError("@main has no body")
         return entry
 
     def _inline(self, body: ir.Block, arguments: Sequence[Value], calls: list[str]) -> list[Value]:
         """Import the ops of `body` with its arguments bound to `arguments`; returns the
         values its terminator returns. `calls` holds the places of the calls it is in."""
-        values: dict[ir.Value, Value] = dict(zip(body.arguments, arguments, strict=True))
-        for view in body.operations:
-            op = view.operation
-            operands = [values[v] for v in op.operands]
+        values: dict[IrValue, Value] = dict(zip(arguments_of(body), arguments, strict=True))
+        for op in ops_of(body):
+            operands = [values[v] for v in operands_of(op)]
             if op.name in ("func.return", "stablehlo.return"):
                 return operands
             results = self._convert(op, operands, calls)
-            if len(results) != len(op.results):
+            outputs = results_of(op)
+            if len(results) != len(outputs):
                 raise StablehloImportError(f"{op_label(op)}: gave {len(results)} results")
-            values.update(zip(op.results, results, strict=True))
+            values.update(zip(outputs, results, strict=True))
         raise StablehloImportError("a function body has no func.return")
 
     def _convert(self, op: ir.Operation, operands: list[Value], calls: list[str]) -> list[Value]:
         label = op_label(op, calls[-1] if calls else "")
         if op.name == "func.call":
             return self._call(op, operands, calls, label)
-        for index, result in enumerate(op.results):  # types first: dynamic shapes, dtypes
+        for index, result in enumerate(results_of(op)):  # types first: dynamic shapes
             tensor_type(result.type, f"{label}: result #{index}")
         converter = CONVERTERS.get(op.name)
         if converter is None:
@@ -136,12 +144,13 @@ class _Importer:
     ) -> list[Value]:
         callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
         function = self.functions.get(callee)
-        if function is None or not function.regions[0].blocks:
+        body = body_of(function) if function is not None else None
+        if body is None:
             raise StablehloImportError(f"{label}: calls @{callee}, which has no body here")
         if len(calls) >= _MAX_CALL_DEPTH:
             raise StablehloImportError(f"{label}: calls nest deeper than {_MAX_CALL_DEPTH}")
         place = location_parts(op.location)[1] or (calls[-1] if calls else "")
-        return self._inline(function.regions[0].blocks[0], operands, [*calls, place])
+        return self._inline(body, operands, [*calls, place])
 
 
 def _unsupported(op: ir.Operation, label: str) -> str:

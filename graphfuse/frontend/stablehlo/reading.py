@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import chlo, stablehlo
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
@@ -30,6 +29,11 @@ from xdsl.ir import Attribute
 from graphfuse.frontend.onnx_builder import ImportFailure
 
 Array = np.ndarray[Any, Any]
+IrValue = ir.Value[Any]
+
+stablehlo: Any = importlib.import_module("jaxlib.mlir.dialects.stablehlo")
+"""jaxlib's stablehlo dialect module (DotDimensionNumbers, ...): it ships no type stubs."""
+chlo: Any = importlib.import_module("jaxlib.mlir.dialects.chlo")
 
 ELEMENT_TYPES: dict[str, Attribute] = {
     "f32": Float32Type(),
@@ -68,9 +72,10 @@ def make_context() -> ir.Context:
 
 def parse_module(context: ir.Context, text: str) -> ir.Module:
     """`text` parsed and verified by MLIR; a failure is one line with MLIR's first error."""
+    module: Any = ir.Module  # the stub's `context` parameter names an unknown type
     with context:
         try:
-            return ir.Module.parse(text)
+            return module.parse(text)
         except ir.MLIRError as error:
             details = [d for d in error.error_diagnostics if d.message]
             first = details[0] if details else None
@@ -78,6 +83,42 @@ def parse_module(context: ir.Context, text: str) -> ir.Module:
             what = first.message if first is not None else str(error).splitlines()[0]
             message = " ".join(what.split())
             raise StablehloImportError(f"StableHLO text does not parse{where}: {message}") from None
+
+
+# ---- structure: jaxlib's stubs leave these lists' items untyped --------------------------
+
+
+def operands_of(op: ir.Operation) -> list[IrValue]:
+    untyped: Any = op
+    return list(untyped.operands)
+
+
+def results_of(op: ir.Operation) -> list[IrValue]:
+    untyped: Any = op
+    return list(untyped.results)
+
+
+def body_of(op: ir.Operation) -> ir.Block | None:
+    """The first block of the op's only region; None without one."""
+    untyped: Any = op
+    regions = list(untyped.regions)
+    if len(regions) != 1 or not regions[0].blocks:
+        return None
+    return regions[0].blocks[0]
+
+
+def arguments_of(block: ir.Block) -> list[IrValue]:
+    untyped: Any = block
+    return list(untyped.arguments)
+
+
+def ops_of(block: ir.Block) -> list[ir.Operation]:
+    return [view.operation for view in block.operations]
+
+
+def unknown_location() -> ir.Location:
+    untyped: Any = ir.Location  # the stub's `context` parameter names an unknown type
+    return untyped.unknown()
 
 
 # ---- locations --------------------------------------------------------------------------
@@ -101,7 +142,8 @@ def location_parts(location: ir.Location) -> tuple[str, str]:
 
 def _name_and_place(location: ir.Location) -> tuple[str, str]:
     if type(location) is ir.Location:  # diagnostics give the base class: downcast
-        location = ir.Location.from_attr(location.attr, location.context)
+        untyped: Any = ir.Location  # the stub's `context` parameter names an unknown type
+        location = untyped.from_attr(location.attr, location.context)
     if isinstance(location, ir.FileLineColLoc):
         if location.filename in ("-", ""):
             return "", f"line {location.start_line}"
@@ -175,9 +217,9 @@ def _single(attr: ir.DenseElementsAttr) -> Array:
     """The splat element of `attr`, as an array of its dtype (through a one-element attr)."""
     typ = attr.type
     assert isinstance(typ, ir.ShapedType)
-    one = ir.DenseElementsAttr.get_splat(
-        ir.RankedTensorType.get_unchecked([1], typ.element_type), attr.get_splat_value()
-    )
+    tensor: Any = ir.RankedTensorType  # the stub's `context` parameter names an unknown type
+    one_type: ir.Type = tensor.get_unchecked([1], typ.element_type)
+    one = ir.DenseElementsAttr.get_splat(one_type, attr.get_splat_value())
     return np.array(one, copy=True)
 
 

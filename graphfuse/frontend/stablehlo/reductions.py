@@ -26,6 +26,13 @@ from graphfuse.frontend.onnx_builder import Value, shape_of
 from graphfuse.frontend.onnx_ops import CONVERTERS as ONNX_CONVERTERS
 from graphfuse.frontend.stablehlo.builder import HloBuilder, HloOp, is_known
 from graphfuse.frontend.stablehlo.contractions import inverse_permutation
+from graphfuse.frontend.stablehlo.reading import (
+    arguments_of,
+    body_of,
+    operands_of,
+    ops_of,
+    results_of,
+)
 from graphfuse.frontend.stablehlo.table import converts
 
 _REDUCTIONS: dict[str, type[Operation]] = {
@@ -46,30 +53,27 @@ _COMBINE: dict[str, type[Operation]] = {
 
 def body_op(b: HloBuilder, op: HloOp) -> str:
     """The name of the one op a reduction's region applies to its two arguments."""
-    if len(op.op.regions) != 1 or len(op.op.regions[0].blocks) != 1:
+    block = body_of(op.op)
+    if block is None:
         raise b.fail("expected one region of one block")
-    block = op.op.regions[0].blocks[0]
-    body = [inner.operation for inner in block.operations]
-    arguments = list(block.arguments)
+    body, arguments = ops_of(block), arguments_of(block)
     names = " and ".join(inner.name for inner in body[:-1]) or "nothing"
     if len(arguments) != 2 or len(body) != 2 or body[1].name != "stablehlo.return":
         raise b.fail(
-            f"a reduction body applying {names} is not supported (only one of "
-            "add, maximum, minimum, multiply, and, or)"
+            f"a reduction body applying {names} is not supported (only one of add, maximum, "
+            "minimum, multiply, and, or)"
         )
     inner = body[0]
-    operands = list(inner.operands)
-    returned = list(body[1].operands)
+    operands, returned = operands_of(inner), operands_of(body[1])
     if (
         inner.name not in _REDUCTIONS
         or len(operands) != 2
         or not all(any(v == a for a in arguments) for v in operands)
-        or len(returned) != 1
-        or returned[0] != inner.results[0]
+        or returned != results_of(inner)
     ):
         raise b.fail(
-            f"a reduction body applying {inner.name} is not supported (only one of "
-            "add, maximum, minimum, multiply, and, or of the two arguments)"
+            f"a reduction body applying {inner.name} is not supported (only one of add, "
+            "maximum, minimum, multiply, and, or of the two arguments)"
         )
     return inner.name
 

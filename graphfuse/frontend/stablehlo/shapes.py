@@ -105,7 +105,7 @@ def interior_pad(b: HloBuilder, x: Value, interior: Sequence[int], fill: float) 
         split = [*shape[: axis + 1], 1, *shape[axis + 1 :]]
         high = [0] * len(split)
         high[axis + 1] = count
-        spread = _pad(b, b.reshape(x, split), [0] * len(split), high, fill)
+        spread = pad_or_crop(b, b.reshape(x, split), [0] * len(split), high, fill)
         shape[axis] *= count + 1
         flat = b.reshape(spread, shape)
         shape[axis] -= count
@@ -113,7 +113,9 @@ def interior_pad(b: HloBuilder, x: Value, interior: Sequence[int], fill: float) 
     return x
 
 
-def _pad(b: HloBuilder, x: Value, low: Sequence[int], high: Sequence[int], fill: float) -> Value:
+def pad_or_crop(
+    b: HloBuilder, x: Value, low: Sequence[int], high: Sequence[int], fill: float = 0.0
+) -> Value:
     """Constant padding; a negative amount crops."""
     shape = shape_of(x)
     crop = [max(-lo, 0) for lo in low]
@@ -135,7 +137,7 @@ def _pad_op(b: HloBuilder, op: HloOp) -> list[Value]:
     x, value = op.operands
     fill = _scalar(b, value, "the padding value")
     x = interior_pad(b, x, op.ints("interior_padding"), fill)
-    return [_pad(b, x, op.ints("edge_padding_low"), op.ints("edge_padding_high"), fill)]
+    return [pad_or_crop(b, x, op.ints("edge_padding_low"), op.ints("edge_padding_high"), fill)]
 
 
 @converts("stablehlo.concatenate")
