@@ -5,9 +5,11 @@ object is found in the cache or built, in parallel, with mlir-opt, mlir-translat
 llc (kernel_objects.py); the system C compiler links them. Large constants never pass
 through the tools as text: a library written out to stand alone gets their bytes from an
 object assembled from a blob (weights_object.py); one used in this process reserves their
-space and has them copied in after loading (compiled.py). A failure is one line naming the
-stage and the tool, and leaves no output file: a library written out is linked under a
-temporary name beside it and renamed only once it loads there.
+space and has them copied in after loading (compiled.py). A library written out also gets
+a C interface (c_api/): plain C entry points, the only symbols it exports, and a header
+beside it. A failure is one line naming the stage and the tool, and leaves no output file:
+a library written out is linked under a temporary name beside it and renamed, with its
+header, only once it loads there.
 """
 
 from __future__ import annotations
@@ -19,11 +21,20 @@ import shutil
 import tempfile
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
 from graphfuse.runtime import parallel
+from graphfuse.runtime.c_api.describe import CallerTypes, CLibrary
+from graphfuse.runtime.c_api.link import (
+    c_layer_object,
+    installed_header,
+    interface_for,
+    require_interface,
+    version_script,
+)
 from graphfuse.runtime.cpu_tools import (
     CpuTarget,
     cache_dir,
@@ -79,13 +90,19 @@ def build_module_library(
     target: CpuTarget,
     output: Path | None = None,
     detached: Mapping[str, bytes] | None = None,
+    caller_types: CallerTypes | None = None,
 ) -> Path:
     """Build (or find) a shared library for the upstream module `module` (left unchanged),
     one object per kernel. The globals named in `detached` never reach a tool as text: a
     library written to `output` links their bytes in; the cached library of a call without
     `output` reserves their space, and the caller copies them in after loading it. Each
-    entry function can also be called with one array of arguments (packed_entry.py)."""
+    entry function can also be called with one array of arguments (packed_entry.py). A
+    library written to `output` gets the C interface (c_api/: `caller_types` names its
+    arguments' element types as callers see them) and its header beside it."""
     detached = detached or {}
+    interface = None
+    if output is not None:
+        interface = interface_for(module, Path(output).absolute(), target.threads, caller_types)
     with timed("split into kernels"):
         split = split_kernels(module, detached, reserve_detached=output is None)
         add_packed_entries(split.entry)
@@ -96,7 +113,7 @@ def build_module_library(
             ObjectUnit(name, text, opt_level_for(text, target)) for name, text in texts.items()
         ]
         units.append(ObjectUnit("entry functions", entry, opt_level_for(entry, target, True)))
-    return _library(units, target, output, detached)
+    return _library(units, target, output, detached, interface)
 
 
 def _library(
@@ -104,12 +121,15 @@ def _library(
     target: CpuTarget,
     output: Path | None,
     detached: Mapping[str, bytes],
+    interface: CLibrary | None = None,
 ) -> Path:
     objects = build_objects(units, target)
     threaded = any(uses_threads(unit.text, target.threads) for unit in units)
     if output is not None:
         destination = Path(output).absolute()
-        _write_library(destination, objects, threaded, detached)
+        if interface is not None:
+            interface = replace(interface, threads=target.threads if threaded else 1)
+        _write_library(destination, objects, threaded, detached, interface)
         return destination
     cached = cache_dir() / f"{_library_key(objects, threaded, detached)}.so"
     if not cached.exists():
@@ -145,10 +165,15 @@ def _link_libraries(threaded: bool) -> list[str]:
     return libraries
 
 
-def _link(library: Path, inputs: Sequence[Path], threaded: bool) -> None:
+def _link(
+    library: Path, inputs: Sequence[Path], threaded: bool, exports: Path | None = None
+) -> None:
     """`cc -shared`: references between the objects bind within the library (-Bsymbolic),
-    never to another library's kernel of the same name."""
+    never to another library's kernel of the same name; with `exports` (a version script)
+    only the symbols it names are exported."""
     args = ["-shared", "-Wl,-Bsymbolic", "-o", str(library), *map(str, inputs)]
+    if exports is not None:
+        args += [f"-Wl,--version-script={exports}", "-pthread"]
     run_tool("linking", "cc", [*args, *_link_libraries(threaded)])
 
 
@@ -171,41 +196,56 @@ def parallel_runtime() -> Path:
         source = Path(work) / "parallel_runtime.c"
         source.write_text(parallel.runtime_source())
         built = Path(work) / library.name
-        flags = ["-O2", "-fPIC", "-shared", "-pthread", f"-Wl,-soname,{library.name}"]
+        # Never unloaded (-z nodelete): its workers outlive the library that started them.
+        flags = ["-O2", "-fPIC", "-shared", "-pthread", "-Wl,-z,nodelete"]
+        flags.append(f"-Wl,-soname,{library.name}")
         run_tool("building the parallel runtime", "cc", [*flags, "-o", str(built), str(source)])
         write_atomically(library, built.read_bytes())
     return library
 
 
 def _write_library(
-    destination: Path, objects: Sequence[Path], threaded: bool, weights: Mapping[str, bytes]
+    destination: Path,
+    objects: Sequence[Path],
+    threaded: bool,
+    weights: Mapping[str, bytes],
+    interface: CLibrary | None,
 ) -> None:
-    """Link the library at `destination`, its weights in, with the parallel runtime beside
-    it when `threaded` (all or nothing: `_installing`)."""
-    with _installing(destination, threaded) as staged:
+    """Link the library at `destination`, its weights and C interface in, with the
+    parallel runtime beside it when `threaded` (all or nothing: `_installing`)."""
+    header = installed_header(interface, destination) if interface is not None else None
+    with _installing(destination, threaded, header) as staged:
         size = sum(memoryview(data).nbytes for data in weights.values())
         with weights_folder(size) as work:
             inputs = list(objects)
             if weights:
                 with timed("weights object"):
                     inputs.append(weights_object(weights, work))
+            exports = None
+            if interface is not None:
+                with timed("C interface"):
+                    inputs.append(c_layer_object(interface, work))
+                    exports = version_script(interface, work)
             with timed("link"):
-                _link(staged, inputs, threaded)
+                _link(staged, inputs, threaded, exports)
 
 
 def install_library(library: Path, destination: Path, threaded: bool) -> None:
-    """Copy a finished library (graphfuse.compile_cache) to `destination`, with the
-    parallel runtime beside it when `threaded` (all or nothing: `_installing`)."""
-    with _installing(destination, threaded) as staged, timed("copy the library"):
+    """Copy a finished library (graphfuse.compile_cache) to `destination`, with its header
+    and, when `threaded`, the parallel runtime beside it (all or nothing: `_installing`)."""
+    header = installed_header(require_interface(library), destination)
+    with _installing(destination, threaded, header) as staged, timed("copy the library"):
         shutil.copyfile(library, staged)  # in the kernel: 440 MB never in memory
 
 
 @contextmanager
-def _installing(destination: Path, threaded: bool) -> Generator[Path, None, None]:
+def _installing(
+    destination: Path, threaded: bool, header: tuple[Path, str] | None = None
+) -> Generator[Path, None, None]:
     """A temporary file in the destination's folder for the library, renamed to
     `destination` only once it loads there (its runtime, copied beside it when `threaded`,
-    found through $ORIGIN), so a failure leaves neither a library nor a runtime this call
-    wrote."""
+    found through $ORIGIN), and its `header` (path, text) renamed into place just before
+    it, so a failure leaves neither a library, a header nor a runtime this call wrote."""
     written: list[Path] = []
     try:
         if threaded:
@@ -218,6 +258,8 @@ def _installing(destination: Path, threaded: bool) -> Generator[Path, None, None
         written.append(staged)
         yield staged
         _check_loads(staged, destination)
+        if header is not None:
+            written.append(_place_header(*header))
         os.replace(staged, destination)
     except BaseException as error:
         for path in written:
@@ -225,6 +267,18 @@ def _installing(destination: Path, threaded: bool) -> Generator[Path, None, None
         if isinstance(error, OSError):
             raise ToolchainError(f"{destination}: cannot write: {error.strerror}") from None
         raise
+
+
+def _place_header(path: Path, text: str) -> Path:
+    """Write the header at `path` (through a temporary file); returns `path`."""
+    partial = stage_file(path.parent, text.encode(), suffix=".h")
+    try:
+        os.chmod(partial, 0o644)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return path
 
 
 def _check_loads(staged: Path, destination: Path) -> None:

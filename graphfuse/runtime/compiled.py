@@ -1,20 +1,23 @@
 """A compiled graph function called like a Python function on NumPy arrays.
 
 The library's entry point takes inputs, then one buffer per result, then scratch buffers
-(see convert-graph-to-loop); it is called through its packed form (packed_entry.py: one
-array of descriptor pointers, as a model may take more than the 1024 arguments ctypes
-passes; a library built from upstream text has only the C interface). `CompiledFunction`
-checks each argument's shape and dtype, allocates the results, keeps the scratch buffers
-between calls (so a call allocates only its results), and returns the results as NumPy
-arrays. A library built for this process only reserves space for its large constants,
-which are copied in when it is loaded (a library written out links them in:
-graphfuse.runtime.build).
+(see convert-graph-to-loop). A library written out exports only its C interface (c_api/):
+it is called through `<entry>_run_packed` with one array of data pointers and a context
+that owns the scratch buffers. A library built for this process is called through the
+packed entry (packed_entry.py: one array of descriptor pointers, as a model may take more
+than the 1024 arguments ctypes passes; a library built from upstream text has only MLIR's
+C interface), with scratch buffers kept here. `CompiledFunction` checks each argument's
+shape and dtype, allocates the results, keeps the scratch between calls (so a call
+allocates only its results), and returns the results as NumPy arrays. A library built for
+this process only reserves space for its large constants, which are copied in when it is
+loaded (a library written out links them in: graphfuse.runtime.build).
 """
 
 from __future__ import annotations
 
 import ctypes
 import tempfile
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeGuard, cast
@@ -25,6 +28,8 @@ from xdsl.ir import Attribute
 from xdsl.utils.exceptions import DiagnosticException
 
 from graphfuse.runtime import memref_abi
+from graphfuse.runtime.c_api.describe import CEntry
+from graphfuse.runtime.c_api.link import read_interface
 from graphfuse.runtime.memref_abi import Array
 from graphfuse.runtime.packed_entry import packed_name
 
@@ -164,35 +169,22 @@ class CompiledFunction(ArrayFunction):
         super().__init__(name, inputs, outputs)
         self.library_path = library
         self.scratch = list(scratch)
-        """The scratch buffers the entry takes after its results (allocated here)."""
+        """The scratch buffers the entry takes after its results."""
         self.kernel_count = kernel_count
         """How many kernels the function calls."""
         self._library = load_library(Path(library))
-        for symbol, data in (detached or {}).items():
-            # Large constants the library only reserves space for (kernel_split.py).
-            address = ctypes.addressof(ctypes.c_char.in_dll(self._library, symbol))
-            ctypes.memmove(address, data, len(data))
-        self._packed = _symbol(self._library, packed_name(name))
-        self._function = _symbol(self._library, f"_mlir_ciface_{name}")
-        assert self._function is not None, f"{library} has no @{name}"
-        # Zeroed (calloc: pages are only touched when used): loop-tile-matmul's "constant
-        # operand packed" flags must start at 0.
-        self._scratch = [
-            np.zeros(t.get_shape(), memref_abi.storage_dtype(t.get_element_type())) for t in scratch
-        ]
-        # Built once: a model has hundreds of scratch buffers (docs/decisions.md).
-        self._scratch_descriptors = [memref_abi.descriptor(b) for b in self._scratch]
-        self._scratch_pointers = [ctypes.byref(d) for d in self._scratch_descriptors]
-        self._passed = len(self.inputs) + len(self.outputs)
-        # The packed entry's argument array, scratch part filled: a call copies it (calls
-        # may run in several threads at once).
-        self._arguments = (ctypes.c_void_p * (self._passed + len(scratch)))()
-        self._arguments[self._passed :] = [ctypes.addressof(d) for d in self._scratch_descriptors]
-        if self._packed is None and len(self._arguments) > CTYPES_MAX_ARGUMENTS:
-            raise ArgumentError(
-                f"@{name} takes {len(self._arguments)} buffers, more than ctypes passes "
-                f"({CTYPES_MAX_ARGUMENTS}), and {library} has no {packed_name(name)}"
-            )
+        interface = read_interface(Path(library))
+        entry = interface.entry(name) if interface is not None else None
+        passed = len(self.inputs) + len(self.outputs)
+        self._call: _CInterfaceCall | _DescriptorCall
+        if entry is not None:
+            self._call = _CInterfaceCall(self._library, entry, Path(library))
+        else:
+            for symbol, data in (detached or {}).items():
+                # Large constants the library only reserves space for (kernel_split.py).
+                address = ctypes.addressof(ctypes.c_char.in_dll(self._library, symbol))
+                ctypes.memmove(address, data, len(data))
+            self._call = _DescriptorCall(self._library, name, Path(library), scratch, passed)
 
     def __repr__(self) -> str:
         return f"<compiled {self._signature()} from {self.library_path}>"
@@ -202,14 +194,75 @@ class CompiledFunction(ArrayFunction):
         one per result) when given, which saves allocating (and first touching) them."""
         inputs = self._check(arrays)
         outputs = self._outputs(out)
-        descriptors = [memref_abi.descriptor(b) for b in (*inputs, *outputs)]
+        self._call([*inputs, *outputs])
+        return self._results(outputs)
+
+
+class _CInterfaceCall:
+    """An entry called through a library's C interface, with a context of its own (the
+    library's scratch for this function)."""
+
+    def __init__(self, library: ctypes.CDLL, entry: CEntry, path: Path):
+        create = getattr(library, f"{entry.symbol}_create")
+        create.restype, create.argtypes = ctypes.c_void_p, []
+        destroy = getattr(library, f"{entry.symbol}_destroy")
+        destroy.restype, destroy.argtypes = None, [ctypes.c_void_p]
+        self._run = getattr(library, f"{entry.symbol}_run_packed")
+        self._run.restype, self._run.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]
+        self._context: int | None = create()
+        if not self._context:
+            _, size = entry.scratch_offsets()
+            raise MemoryError(f"{path}: no memory for @{entry.function}'s scratch ({size} bytes)")
+        weakref.finalize(self, destroy, self._context)
+        self._pointers = ctypes.c_void_p * (len(entry.inputs) + len(entry.outputs))
+
+    def __call__(self, buffers: Sequence[Array]) -> None:
+        status = self._run(self._context, self._pointers(*(b.ctypes.data for b in buffers)))
+        assert status == 0, f"the C interface returned status {status}"
+
+
+class _DescriptorCall:
+    """An entry called with memref descriptors (a library built for this process), its
+    scratch buffers allocated here."""
+
+    def __init__(
+        self,
+        library: ctypes.CDLL,
+        name: str,
+        path: Path,
+        scratch: Sequence[MemRefType[Attribute]],
+        passed: int,
+    ):
+        self._packed = _symbol(library, packed_name(name))
+        self._function = _symbol(library, f"_mlir_ciface_{name}")
+        assert self._function is not None, f"{path} has no @{name}"
+        # Zeroed (calloc: pages are only touched when used): loop-tile-matmul's "constant
+        # operand packed" flags must start at 0.
+        self._scratch = [
+            np.zeros(t.get_shape(), memref_abi.storage_dtype(t.get_element_type())) for t in scratch
+        ]
+        # Built once: a model has hundreds of scratch buffers (docs/decisions.md).
+        self._scratch_descriptors = [memref_abi.descriptor(b) for b in self._scratch]
+        self._scratch_pointers = [ctypes.byref(d) for d in self._scratch_descriptors]
+        self._passed = passed
+        # The packed entry's argument array, scratch part filled: a call copies it (calls
+        # may run in several threads at once).
+        self._arguments = (ctypes.c_void_p * (passed + len(scratch)))()
+        self._arguments[passed:] = [ctypes.addressof(d) for d in self._scratch_descriptors]
+        if self._packed is None and len(self._arguments) > CTYPES_MAX_ARGUMENTS:
+            raise ArgumentError(
+                f"@{name} takes {len(self._arguments)} buffers, more than ctypes passes "
+                f"({CTYPES_MAX_ARGUMENTS}), and {path} has no {packed_name(name)}"
+            )
+
+    def __call__(self, buffers: Sequence[Array]) -> None:
+        descriptors = [memref_abi.descriptor(b) for b in buffers]
         if self._packed is not None:
             arguments = type(self._arguments).from_buffer_copy(self._arguments)
             arguments[: self._passed] = [ctypes.addressof(d) for d in descriptors]
             self._packed(arguments)
         else:
             self._function(*(ctypes.byref(d) for d in descriptors), *self._scratch_pointers)
-        return self._results(outputs)
 
 
 def _symbol(library: ctypes.CDLL, name: str) -> Any:

@@ -12,6 +12,11 @@
  * couple of milliseconds after each loop, so the back-to-back loops of one graph start
  * without a wake-up, and then sleeps them on a condition variable.
  *
+ * The threads a region asks for (the kernels push the count they were built for) are
+ * capped by graphfuse_parallel_set_threads, or else by GRAPHFUSE_NUM_THREADS in the
+ * environment, read once at the first region: one cap for every graphfuse library in the
+ * process, as they share this runtime.
+ *
  * The calling thread is member 0 of every team. A parallel region entered while another
  * is running (nested loops, or two application threads calling kernels at once) runs on
  * the calling thread alone, with a team of one, so it never waits on a busy pool.
@@ -178,6 +183,35 @@ static int default_threads(void) {
   return cores < 1 ? 1 : (int)cores;
 }
 
+static atomic_int thread_cap; /* 0: none */
+static pthread_once_t thread_cap_once = PTHREAD_ONCE_INIT;
+
+static int clamp_threads(long threads) {
+  return threads <= 0 ? 0 : threads > GF_MAX_THREADS ? GF_MAX_THREADS : (int)threads;
+}
+
+static void read_thread_cap(void) {
+  const char *text = getenv("GRAPHFUSE_NUM_THREADS");
+  char *end = NULL;
+  long threads = text != NULL ? strtol(text, &end, 10) : 0;
+  if (text != NULL && end != text && *end == '\0')
+    atomic_store(&thread_cap, clamp_threads(threads));
+}
+
+/* Caps the threads of every parallel region at `threads` (<= 0: no cap); returns the cap
+ * now in force (0: none). Overrides GRAPHFUSE_NUM_THREADS. */
+GF_EXPORT int graphfuse_parallel_set_threads(int threads) {
+  pthread_once(&thread_cap_once, read_thread_cap);
+  atomic_store(&thread_cap, clamp_threads(threads));
+  return atomic_load(&thread_cap);
+}
+
+static int capped(int wanted) {
+  pthread_once(&thread_cap_once, read_thread_cap);
+  int cap = atomic_load_explicit(&thread_cap, memory_order_relaxed);
+  return cap > 0 && wanted > cap ? cap : wanted;
+}
+
 /* In a child of fork() only the forking thread exists: forget the parent's workers (a
  * team would wait for them forever) and any lock a parent thread held. */
 static void forget_pool_after_fork(void) {
@@ -239,7 +273,7 @@ GF_EXPORT void graphfuse_kmpc_fork_call(void *loc, int32_t argc, microtask_t tas
   for (int i = 0; i < argc; i++)
     team.args[i] = va_arg(ap, void *);
   va_end(ap);
-  int wanted = pushed_threads > 0 ? pushed_threads : default_threads();
+  int wanted = capped(pushed_threads > 0 ? pushed_threads : default_threads());
   pushed_threads = 0;
   int nested = my_team != NULL && my_team->size > 1;
   if (wanted <= 1 || nested || pthread_mutex_trylock(&pool_lock) != 0) {
