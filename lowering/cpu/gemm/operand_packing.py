@@ -16,11 +16,10 @@ from xdsl.dialects import arith, memref, scf, vector
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, VectorType, f32, i64
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 
-from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder, Mapping
 from graphfuse.lowering.cpu.gemm.row_panels import RowRun, collapsed_source
 from graphfuse.lowering.cpu.gemm.tile_plan import TilePlan
-from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, transpose8
+from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, TransposedRun, transpose8
 
 PACK_ROWS_PER_TASK = 64
 PACK_PANELS = 16
@@ -236,20 +235,28 @@ class OperandPacker:
         part.end_loops(em)
 
     def _pack_b_transposed(
-        self, em: GemmBuilder, slot: SSAValue, panels: Span, mapping: Mapping, load: loop.LoadOp
+        self, em: GemmBuilder, slot: SSAValue, panels: Span, mapping: Mapping, run: TransposedRun
     ) -> None:
         """Full panels of a channels-last B (`transposed_pack`): per panel, half panel of 8
-        columns, outer reduction index and block of 8 innermost ones, 8 vector loads, one
-        8x8 transpose, 8 vector stores of panel rows."""
-        found = self.found
+        columns, outer reduction index and block of 8 of the run's floats, 8 vector loads,
+        one 8x8 transpose, 8 vector stores of panel rows."""
+        found, load = self.found, run.load
+        source = load.buffer
+        if run.dims == 2:
+            source = em.emit(collapsed_source(RowRun(load, 2))[0])
         half, p, lane0, base = self._panel_parts(em, panels, BLOCK)
-        args, shape = found.reduce.body.block.args, found.reduce.shape
-        inner, reduction, linear = self._over_reduction(half, len(shape) - 1)
-        _, block = inner.loop(inner.index(0), inner.index(shape[-1] // BLOCK))
+        args = found.reduce.body.block.args
+        outer = len(args) - run.dims
+        inner, reduction, linear = self._over_reduction(half, outer)
+        _, block = inner.loop(inner.index(0), inner.index(run.blocks))
+        # Blocks at 0, 8, ...; the last one ends at the run's end (see transposed_pack).
         start = block.emit(arith.MuliOp(block.block.args[0], block.index(BLOCK)))
-        reduction[args[-1]] = start
+        if run.length % BLOCK:
+            start = block.emit(arith.MinUIOp(start, block.index(run.length - BLOCK)))
+        for arg in args[outer:]:
+            reduction[arg] = start if run.dims == 1 else block.index(0)
         first_k = block.emit(
-            arith.AddiOp(block.emit(arith.MuliOp(linear, block.index(shape[-1]))), start)
+            arith.AddiOp(block.emit(arith.MuliOp(linear, block.index(run.length))), start)
         )
         rows: list[SSAValue] = []
         for offset in range(BLOCK):
@@ -258,7 +265,10 @@ class OperandPacker:
             at.update(block.bind(found.args(found.columns), column, self.plan.dims(found.columns)))
             local = block.clone_chain(found.b, at, skip=load)
             indices = [local.get(i, i) for i in load.indices]
-            source = local.get(load.buffer, load.buffer)
+            if run.dims == 2:
+                channels = block.index(found.reduce.shape[-1])
+                x = block.emit(arith.MuliOp(indices[-2], channels))
+                indices = [*indices[:-2], block.emit(arith.AddiOp(x, start))]
             rows.append(block.emit(vector.LoadOp(source, indices, _BLOCK_VEC)))
         stored = self._stored_panel(block, p)
         for q, column_values in enumerate(transpose8(block.emit, rows)):

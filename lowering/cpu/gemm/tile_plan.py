@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import Float32Type, MemRefType, VectorType, f32
 from xdsl.ir import Attribute, SSAValue
 
-from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.contractions import Contraction, factor, reads_constants
 from graphfuse.lowering.cpu.gemm.row_panels import RowRun, row_run
-from graphfuse.lowering.cpu.gemm.transposed_pack import transposable_load
+from graphfuse.lowering.cpu.gemm.transposed_pack import TransposedRun, transposable_load
 
 MR = 6
 """Rows of a register tile: its 2 * MR vector accumulators (12 ymm of AVX2's 16) leave
@@ -65,8 +64,8 @@ class TilePlan:
     """B's memory runs along the columns (a matmul's B[k, n]), not along k."""
     b_rows: RowRun | None
     """B's full panels are packed by vector loads along its rows (row_panels.py)."""
-    b_transposed: loop.LoadOp | None
-    """B's full panels are packed by 8x8 transposes of this load (transposed_pack.py)."""
+    b_transposed: TransposedRun | None
+    """B's full panels are packed by 8x8 transposes along this run (transposed_pack.py)."""
 
     @property
     def nr(self) -> int:

@@ -12,15 +12,24 @@ It applies when B is one load whose last index is the reduction's innermost inde
 (no other index reads it) and that extent is a multiple of 8, to the full panels: a last
 panel past N (14x14 and 7x7 layers: N = 196 or 49 a batch) is packed point by point, with
 its clamps. Panels of 32 (AVX-512 targets) take their 8 columns four times, still 8x8.
+
+A stem convolution has few channels (RGB: C = 3), too few for 8 at a time. But when the
+load reads every channel of its buffer and its x index is (something) + kw, a point's
+(kw, c) values are one contiguous run of KW x C floats (21 for a 7x7 stem), so the packing
+transposes blocks of that run instead: blocks at 0, 8, ... and a last one ending at the
+run's end (overlapping the one before: it stores the same values twice), read from the
+buffer with its last two dimensions collapsed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import cast
 
-from xdsl.dialects import vector
-from xdsl.dialects.builtin import I64, DenseArrayBase, VectorType, f32, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects import arith, vector
+from xdsl.dialects.builtin import I64, DenseArrayBase, MemRefType, VectorType, f32, i64
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.contractions import Contraction, factor
@@ -29,21 +38,64 @@ BLOCK = 8
 """The transposed blocks are BLOCK x BLOCK floats."""
 
 
-def transposable_load(found: Contraction) -> loop.LoadOp | None:
-    """B's single load when its full panels can be packed by 8x8 transposes, else None."""
-    if found.reduce.shape[-1] % BLOCK:
-        return None
+@dataclass(frozen=True)
+class TransposedRun:
+    """B's load whose full panels are packed by 8x8 transposes along a run of the
+    reduction's innermost `dims` indices (1: the channels; 2: kw and the channels, read
+    from the buffer with its last two dimensions collapsed), `length` floats long."""
+
+    load: loop.LoadOp
+    dims: int
+    length: int
+
+    @property
+    def blocks(self) -> int:
+        """8-float blocks covering the run (the last one may overlap the one before)."""
+        return -(-self.length // BLOCK)
+
+
+def transposable_load(found: Contraction) -> TransposedRun | None:
+    """How B's full panels are packed by 8x8 transposes, or None when they cannot be."""
     load = found.b.direct_load()
-    if load is None:
+    args = found.reduce.body.block.args
+    if load is None or load.indices[-1] is not args[-1]:
         return None
-    innermost = found.reduce.body.block.args[-1]
-    if load.indices[-1] is not innermost:
-        return None
-    for index in load.indices[:-1]:
+    if found.reduce.shape[-1] % BLOCK == 0:
+        return TransposedRun(load, 1, found.reduce.shape[-1]) if _free_of(found, load, 1) else None
+    return _kw_channel_run(found, load)
+
+
+def _free_of(found: Contraction, load: loop.LoadOp, dims: int) -> bool:
+    """Whether no load index but the last `dims` reads the reduction's last `dims`
+    indices."""
+    inner = set(found.reduce.body.block.args[-dims:])
+    for index in load.indices[:-dims]:
         depends = factor(index, found.nest)
-        if depends is None or innermost in depends.depends:
-            return None
-    return load
+        if depends is None or inner & depends.depends:
+            return False
+    return True
+
+
+def _kw_channel_run(found: Contraction, load: loop.LoadOp) -> TransposedRun | None:
+    """The (kw, c) run of a channels-last load reading all C channels at x = u + kw."""
+    args, shape = found.reduce.body.block.args, found.reduce.shape
+    buffer = load.buffer.type
+    if len(args) < 2 or len(load.indices) < 2 or not isinstance(buffer, MemRefType):
+        return None
+    channels = cast(MemRefType[Attribute], buffer).get_shape()[-1]
+    length = shape[-1] * shape[-2]
+    if channels != shape[-1] or length < BLOCK:
+        return None
+    x = load.indices[-2].owner
+    if not isinstance(x, arith.AddiOp) or args[-2] not in x.operands:
+        return None
+    base = x.rhs if x.lhs is args[-2] else x.lhs
+    depends = factor(base, found.nest)
+    if depends is None or set(args[-2:]) & depends.depends:
+        return None
+    if not _free_of(found, load, 2):
+        return None
+    return TransposedRun(load, 2, length)
 
 
 def _mask(values: Sequence[int]) -> DenseArrayBase[I64]:

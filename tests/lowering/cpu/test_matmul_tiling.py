@@ -157,8 +157,55 @@ def test_channels_last_panels_are_packed_by_8x8_transposes(
 
 
 def test_partial_channel_blocks_pack_point_by_point() -> None:
-    upstream = lower_to(parse_text(_conv_bn_relu(2, 12, 16, 12, 1, 1, 1), "conv"), Stage.UPSTREAM)
+    """12 channels, dilation 2: neither 8 channels nor a (kw, c) run is contiguous."""
+    upstream = lower_to(parse_text(_conv_bn_relu(2, 12, 16, 12, 1, 2, 2), "conv"), Stage.UPSTREAM)
     assert "vector.fma" in upstream and "vector.shuffle" not in upstream
+
+
+def _stem(batch: int, channels: int, out: int, size: int, kernel: int, stride: int) -> str:
+    """A stem convolution with bias and relu, padding kernel // 2."""
+    pad = kernel // 2
+    o = (size + 2 * pad - kernel) // stride + 1
+    x, w, y, b = (
+        _t(batch, channels, size, size),
+        _t(out, channels, kernel, kernel),
+        _t(batch, out, o, o),
+        _t(out, 1, 1),
+    )
+    return f"""
+func.func @main(%x: {x}, %w: {w}, %b: {b}) -> {y} {{
+  %0 = graph.conv2d %x, %w strides = [{stride}, {stride}] padding = [{pad}, {pad}, {pad}, {pad}] : ({x}, {w}) -> {y}
+  %1 = graph.add %0, %b : ({y}, {b}) -> {y}
+  %2 = graph.relu %1 : {y}
+  func.return %2 : {y}
+}}
+"""
+
+
+STEMS = [
+    (2, 3, 16, 32, 7, 2),  # an RGB 7x7 stride-2 stem: runs of 21 = blocks at 0, 8, 13
+    (1, 3, 8, 20, 3, 1),  # runs of 9: blocks at 0 and 1
+    (2, 12, 16, 12, 3, 1),  # runs of 36: blocks at 0, 8, 16, 24, 28
+    (1, 4, 8, 18, 5, 2),  # runs of 20, N = 81: 2 full panels, the last point by point
+]
+
+
+@pytest.mark.parametrize("lanes", [8, 16])
+@pytest.mark.parametrize("stem", STEMS, ids=[str(s) for s in STEMS])
+def test_few_channels_pack_kw_channel_runs_by_transposes(
+    stem: tuple[int, int, int, int, int, int], lanes: int
+) -> None:
+    """Channels not a multiple of 8 but a (kw, c) run of at least 8 contiguous floats:
+    the panels are packed by 8x8 transposes along the run of the collapsed NHWC copy
+    (the last block overlapping the one before), with the reference's results."""
+    text = _stem(*stem)
+    options = CompileOptions(threads=2, lanes=lanes)
+    upstream = lower_to(parse_text(text, "stem"), Stage.UPSTREAM, options)
+    assert upstream.count("vector.shuffle") == 24
+    channels, kernel = stem[1], stem[4]
+    assert "memref.collapse_shape" in upstream
+    assert f"arith.constant {kernel * channels - 8} : index" in upstream
+    compile_and_compare(parse_text(text, "stem"), options=options)
 
 
 @pytest.mark.parametrize("lanes", [8, 16])
