@@ -1,6 +1,6 @@
 """StableHLO data movement as graph ops: constant, iota, broadcast_in_dim, reshape,
 transpose, slice, dynamic_slice (known starts), pad (interior padding too), concatenate,
-reverse.
+reverse, and gather in numpy.take's form (embedding lookups).
 
 Known values (constants, iotas and what is computed from them here) stay NumPy arrays:
 a splat or an iota is a broadcast view that costs nothing until a graph op reads it.
@@ -20,7 +20,7 @@ from graphfuse.dialects.graph.elements import numpy_dtype
 from graphfuse.frontend.onnx_builder import Value, f64_attr, i64_array, i64_attr, shape_of
 from graphfuse.frontend.onnx_nn import strided_slice
 from graphfuse.frontend.stablehlo.builder import HloBuilder, HloOp, is_known
-from graphfuse.frontend.stablehlo.reading import dense_to_numpy
+from graphfuse.frontend.stablehlo.reading import dense_to_numpy, stablehlo
 from graphfuse.frontend.stablehlo.table import converts
 
 
@@ -168,3 +168,50 @@ def _reverse(b: HloBuilder, op: HloOp) -> list[Value]:
 def _barrier(b: HloBuilder, op: HloOp) -> list[Value]:
     del b
     return list(op.operands)
+
+
+def _take_axis(b: HloBuilder, op: HloOp, data_rank: int) -> int:
+    """The axis of a gather that is numpy.take (JAX's x[i] and jnp.take): one index per
+    row picks a whole slice along one collapsed axis; any other gather is refused."""
+    numbers = stablehlo.GatherDimensionNumbers(op.attr("dimension_numbers"))
+    axes: list[int] = list(numbers.start_index_map)
+    if numbers.operand_batching_dims or axes != list(numbers.collapsed_slice_dims):
+        raise b.fail("only a gather of whole slices along one axis (numpy.take) is supported")
+    if len(axes) != 1:
+        raise b.fail(f"a gather indexing {len(axes)} axes at once is not supported (only one)")
+    shape = shape_of(op.operands[0])
+    full = [1 if i == axes[0] else shape[i] for i in range(data_rank)]
+    if op.ints("slice_sizes") != full:
+        raise b.fail("only a gather of whole slices along one axis (numpy.take) is supported")
+    return axes[0]
+
+
+@converts("stablehlo.gather")
+def _gather(b: HloBuilder, op: HloOp) -> list[Value]:
+    """numpy.take along the gathered axis, then the result dims moved where StableHLO puts
+    them (offset_dims: the data's other dims; the rest: the indices' dims). Out-of-range
+    indices are clamped as StableHLO clamps them (negative ones differ: graph.gather
+    counts them from the end; JAX has made them non-negative before)."""
+    data, indices = op.operands
+    rank = len(shape_of(data))
+    axis = _take_axis(b, op, rank)
+    numbers = stablehlo.GatherDimensionNumbers(op.attr("dimension_numbers"))
+    index_shape = list(shape_of(indices))
+    vector_dim: int = numbers.index_vector_dim
+    if vector_dim < len(index_shape):
+        del index_shape[vector_dim]
+    indices = b.reshape(indices, index_shape)
+    count = len(index_shape)
+    taken_shape = rules.gather_shape(shape_of(data), index_shape, axis)
+    taken = b.op(graph.GatherOp, [data, indices], taken_shape, axis=i64_attr(axis))
+    offsets: list[int] = list(numbers.offset_dims)
+    perm: list[int] = []
+    batch = 0
+    for position in range(len(taken_shape)):
+        if position in offsets:
+            k = offsets.index(position)  # the k-th data dim that is not the gathered axis
+            perm.append(k if k < axis else k + count)
+        else:
+            perm.append(axis + batch)
+            batch += 1
+    return [b.transpose(taken, perm)]

@@ -151,3 +151,26 @@ def test_stablehlo_entry_points_are_graphfuse_attributes(name: str) -> None:
     from graphfuse.frontend import stablehlo
 
     assert getattr(graphfuse, name) is getattr(stablehlo, name)
+
+
+def _indexing(x: Any, table: Any, ids: Any, ids2: Any) -> Any:
+    """Embedding lookups (gather as numpy.take on either axis), a transposed convolution
+    (lhs dilation and a reversed kernel), a dynamic slice at known starts."""
+    up = lax.conv_transpose(
+        x,
+        table[:3, :2].reshape(3, 1, 2, 1) * jnp.ones((3, 3, 2, 4)),
+        (2, 2),
+        "SAME",
+        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+    )
+    rows = jnp.take(table, ids, axis=0)
+    columns = table[:, ids2]
+    window = lax.dynamic_slice(x, (0, 1, 2, 0), (1, 3, 3, 2))
+    return up, rows, columns, window
+
+
+def test_stablehlo_gather_transposed_conv_and_dynamic_slice_match_jax() -> None:
+    x, table = _random((1, 5, 5, 2), (10, 6))
+    ids = np.array([1, 3, 9, 0, 3], np.int32)
+    ids2 = np.array([[0, 5], [2, 2], [4, 1]], np.int32)
+    _check(_indexing, x, table, ids, ids2, tolerance=1e-4)
