@@ -79,7 +79,7 @@ class HloBuilder(Builder):
         cached = self._broadcasts.get(id(value))
         if cached is not None and cached[0] is value:
             return cached[1]
-        small = super().tensor(np.ascontiguousarray(compact(value)), element)
+        small = super().tensor(np.array(compact(value), order="C"), element)
         result = self.broadcast_to(small, value.shape)
         assert isinstance(result, SSAValue)
         self._broadcasts[id(value)] = (value, result)

@@ -29,7 +29,7 @@ def _constant(b: HloBuilder, op: HloOp) -> list[Value]:
     array = dense_to_numpy(op.attr("value"), op.label)
     element = op.result_element()
     if isinstance(element, BFloat16Type):  # no NumPy dtype says bf16: a constant now
-        return [b.tensor(np.ascontiguousarray(array), element)]
+        return [b.tensor(np.array(array, order="C"), element)]
     return [array]
 
 
@@ -41,7 +41,7 @@ def _iota(b: HloBuilder, op: HloOp) -> list[Value]:
     lined = line.reshape([-1 if i == axis else 1 for i in range(len(shape))])
     array = np.broadcast_to(lined, shape)
     if isinstance(element, BFloat16Type):
-        return [b.tensor(np.ascontiguousarray(array), element)]
+        return [b.tensor(np.array(array, order="C"), element)]
     return [array]
 
 

@@ -174,3 +174,27 @@ def test_stablehlo_gather_transposed_conv_and_dynamic_slice_match_jax() -> None:
     ids = np.array([1, 3, 9, 0, 3], np.int32)
     ids2 = np.array([[0, 5], [2, 2], [4, 1]], np.int32)
     _check(_indexing, x, table, ids, ids2, tolerance=1e-4)
+
+
+def _dtypes(x: Any, u: Any) -> Any:
+    half = (x * 2).astype(jnp.float16) + jnp.float16(1)
+    return half, jnp.sum(u, axis=0) + jnp.arange(3, dtype=jnp.uint8), (x > 0).astype(jnp.int8)
+
+
+def test_stablehlo_f16_and_integer_types_match_jax() -> None:
+    (x,) = _random((2, 3))
+    _check(_dtypes, x, np.arange(6, dtype=np.uint8).reshape(2, 3), tolerance=1e-3)
+
+
+def test_stablehlo_bf16_matches_jax() -> None:
+    """bf16 values travel as float32 arrays holding bf16 numbers (graphfuse's runtime)."""
+    import ml_dtypes
+
+    def f(x: Any, w: Any) -> Any:
+        return jax.nn.relu(x @ w + jnp.bfloat16(0.5))
+
+    x, w = (a.astype(ml_dtypes.bfloat16) for a in _random((4, 8), (8, 3)))
+    compiled = graphfuse.compile(graphfuse.from_jax(f, x, w))
+    got = compiled(x.astype(np.float32), w.astype(np.float32))
+    expected = np.asarray(jax.jit(f)(x, w)).astype(np.float32)
+    np.testing.assert_allclose(got, expected, rtol=2e-2, atol=2e-2)
