@@ -1,0 +1,103 @@
+"""torch.compile with graphfuse's backend against inductor and eager, side by side in one run.
+
+    .venv/bin/python bench/bench_torch_backend.py [--only NAME ...] [--seconds S]
+                                                  [--threads N]
+
+The models of graphfuse/frontend/torch_fx/sample_models.py at their bench sizes (an MLP, a
+transformer block, a small CNN), in eval mode under torch.inference_mode... no_grad, each
+compiled by `torch.compile(backend="graphfuse", options={"threads": N})` and by inductor
+(`torch.compile(model)`), with torch.set_num_threads(N) for inductor and eager. Times are
+the best over rounds alternating between the three, after a warm-up; results are checked
+against eager first. The ratio columns are graphfuse's time over each; the target bounds
+graphfuse over inductor (1.2 on the MLP and the transformer block). Figures, with machine
+and command: docs/torch-compile.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+
+from graphfuse.frontend.torch_fx.sample_models import SAMPLES
+from graphfuse.testing.measure import best_time
+
+ROUNDS = 6
+MOST_PER_ROUND = 1000
+TARGETS = {"mlp": 1.2, "transformer block": 1.2}
+"""graphfuse's time over inductor's that issue 26 asks for."""
+Runner = Callable[[], object]
+
+
+def time_side_by_side(runs: dict[str, Runner], seconds: float) -> dict[str, float]:
+    best = dict.fromkeys(runs, float("inf"))
+    for _ in range(ROUNDS):
+        for name, run in runs.items():
+            best[name] = min(best[name], best_time(run, seconds / ROUNDS, MOST_PER_ROUND))
+    return best
+
+
+def runners(name: str, threads: int) -> tuple[dict[str, Runner], dict[str, float]]:
+    """Eager, inductor and graphfuse runs of one model (checked against eager), and the
+    seconds each compile took (its first call)."""
+    sample = SAMPLES[name](True)
+    model, x = sample.model, sample.input
+    torch._dynamo.reset()
+    compiled = {
+        "graphfuse": torch.compile(model, backend="graphfuse", options={"threads": threads}),
+        "inductor": torch.compile(model),
+    }
+    expected = model(x)
+    compile_seconds: dict[str, float] = {}
+    for label, function in compiled.items():
+        start = time.perf_counter()
+        got = function(x)
+        compile_seconds[label] = time.perf_counter() - start
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4, msg=f"{name}: {label}")
+    runs: dict[str, Runner] = {
+        "graphfuse": lambda: compiled["graphfuse"](x),
+        "inductor": lambda: compiled["inductor"](x),
+        "eager": lambda: model(x),
+    }
+    return runs, compile_seconds
+
+
+def report(name: str, best: dict[str, float], compile_seconds: dict[str, float]) -> None:
+    ratio = best["graphfuse"] / best["inductor"]
+    target = TARGETS.get(name)
+    verdict = "" if target is None else f"{target:6.1f}  {'met' if ratio <= target else 'MISSED'}"
+    print(
+        f"{name:20} {best['graphfuse'] * 1e3:9.3f} {best['inductor'] * 1e3:9.3f} "
+        f"{best['eager'] * 1e3:9.3f} {ratio:7.2f} {best['graphfuse'] / best['eager']:7.2f} "
+        f"{compile_seconds['graphfuse']:7.1f} {compile_seconds['inductor']:7.1f}  {verdict}",
+        flush=True,
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="*", help="substrings of model names to run")
+    parser.add_argument("--seconds", type=float, default=3.0, help="timing budget per runtime")
+    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"{args.threads} threads; torch {torch.__version__}")
+    print(
+        f"{'model (times in ms)':20} {'graphfuse':>9} {'inductor':>9} {'eager':>9} "
+        f"{'gf/ind':>7} {'gf/eag':>7} {'gf cmp':>7} {'ind cmp':>7}  target"
+    )
+    with torch.no_grad():
+        for name in SAMPLES:
+            if args.only and not any(s in name for s in args.only):
+                continue
+            runs, compile_seconds = runners(name, args.threads)
+            report(name, time_side_by_side(runs, args.seconds), compile_seconds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
