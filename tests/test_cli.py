@@ -329,3 +329,44 @@ def test_cli_help_shows_the_defaults() -> None:
     text = " ".join(run.stdout.split())
     assert "(default: sm_90, or the GPU's own)" in text
     assert "PTX ISA version (default: 8.0)" in text and "(default: 256)" in text
+
+
+TOSA_MODELS = ROOT / "tests" / "frontend" / "tosa" / "models"
+
+
+def test_cli_import_tosa_prints_graph_ops():
+    run = graphfuse("import", str(TOSA_MODELS / "mlp.tosa.mlir"))
+    assert run.returncode == 0, run.stderr
+    assert "func.func @forward" in run.stdout and "graph.matmul" in run.stdout
+    assert "tosa." not in run.stdout
+
+
+def test_cli_run_tosa_random_inputs_check(tmp_path: Path):
+    """A TOSA file whose name says nothing (`.mlir`) is recognised by its ops."""
+    plain = tmp_path / "cnn.mlir"
+    plain.write_text((TOSA_MODELS / "cnn.tosa.mlir").read_text())
+    for path in (TOSA_MODELS / "cnn.tosa.mlir", plain):
+        run = graphfuse("run", str(path), "--random-inputs", "--check")
+        assert run.returncode == 0, run.stderr
+        assert re.search(r"result #0: 1x10 float32", run.stdout)
+        assert re.search(r"check: max abs error .*: ok", run.stdout)
+
+
+def test_cli_import_and_run_stablehlo(tmp_path: Path):
+    """jax's lowered text through `graphfuse import` and `graphfuse run --check`."""
+    pytest.importorskip("graphfuse.frontend.stablehlo")
+    jax = pytest.importorskip("jax")
+    import numpy as np
+
+    def f(x, w):
+        return jax.numpy.tanh(x @ w) * 2.0
+
+    x, w = np.ones((2, 3), np.float32), np.ones((3, 4), np.float32)
+    path = tmp_path / "f.stablehlo.mlir"
+    path.write_text(jax.jit(f).lower(x, w).as_text())
+    run = graphfuse("import", str(path))
+    assert run.returncode == 0, run.stderr
+    assert "graph.matmul" in run.stdout and "graph.tanh" in run.stdout
+    run = graphfuse("run", str(path), "--check")
+    assert run.returncode == 0, run.stderr
+    assert re.search(r"check: max abs error .*: ok", run.stdout)

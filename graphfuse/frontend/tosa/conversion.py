@@ -12,6 +12,7 @@ from __future__ import annotations
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     AnyFloat,
+    FileLineColLoc,
     IntegerType,
     ModuleOp,
     TensorType,
@@ -48,6 +49,9 @@ def _holds_tosa(function: func.FuncOp) -> bool:
 
 def _convert_function(function: func.FuncOp) -> None:
     name = f"@{function.sym_name.data}"
+    if isinstance(function.location, FileLineColLoc):
+        loc = function.location
+        name = f"{loc.filename.data}:{loc.line.data}:{loc.column.data}: {name}"
     if len(function.body.blocks) > 1:
         raise TosaImportError(f"{name} has {len(function.body.blocks)} blocks; expected one")
     old = function.body.block
@@ -55,6 +59,10 @@ def _convert_function(function: func.FuncOp) -> None:
         problem = _type_problem(arg.type)
         if problem is not None:
             raise TosaImportError(f"{name} argument #{index} {problem}")
+    for index, typ in enumerate(function.function_type.outputs.data):
+        problem = _type_problem(typ)
+        if problem is not None:
+            raise TosaImportError(f"{name} result #{index} {problem}")
     new = Block(arg_types=old.arg_types)
     builder = TosaBuilder(new)
     values: dict[SSAValue, Value] = dict(zip(old.args, new.args, strict=True))
