@@ -3,6 +3,7 @@ built against it with the system C compiler (examples/c/main.c among them)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -91,7 +92,10 @@ def test_c_example_program_matches_the_reference(resnet: Path, tmp_path: Path) -
     run = subprocess.run([program, tmp_path], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert re.match(r"main: 7 inputs, output 1x64x56x56, threads 2, largest difference", run.stdout)
-    names = [f"in{i}" for i in range(7)]
+    interface = read_interface(resnet)
+    entry = interface.entry("main") if interface is not None else None
+    assert entry is not None
+    names = [buffer.name for buffer in entry.inputs]  # what main.c saves them as
     module = parse_file(EXAMPLE)
     shapes = [a.type.get_shape() for a in reference.find_function(module, "main").args]
     inputs = [
@@ -133,6 +137,59 @@ def test_c_header_compiles_cleanly(resnet: Path, tmp_path: Path, language: str) 
     _cc(*flags, f"-I{resnet.parent}", source, f"-L{resnet.parent}", "-l:libresnet_block.so",
         f"-Wl,-rpath,{resnet.parent}", "-o", program, cxx=language == "c++")  # fmt: skip
     assert subprocess.run([program], timeout=60).returncode == 0
+
+
+THREADS = r"""
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "libresnet_block.h"
+
+/* The threads of this process, once a call has run (the pool's workers included). */
+int main(int argc, char **argv) {
+  if (argc > 1)
+    printf("cap %d\n", resnet_block_set_threads(atoi(argv[1])));
+  const graphfuse_entry_info *info = resnet_block_main_info();
+  void *buffers[8];
+  for (int i = 0; i < 8; i++)
+    buffers[i] = calloc(1, (size_t)(i < 7 ? info->inputs[i].bytes : info->outputs[0].bytes));
+  if (resnet_block_main_run_packed(NULL, buffers) != GRAPHFUSE_OK)
+    return 1;
+  DIR *tasks = opendir("/proc/self/task");
+  int count = 0;
+  for (struct dirent *entry; (entry = readdir(tasks)) != NULL;)
+    count += entry->d_name[0] != '.';
+  printf("threads %d\n", count);
+  return 0;
+}
+"""
+
+
+@needs_cc
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+@pytest.mark.parametrize(
+    ("environment", "argument", "printed"),
+    [
+        ({}, None, "threads 2"),
+        ({"GRAPHFUSE_NUM_THREADS": "1"}, None, "threads 1"),
+        ({}, "1", "cap 1\nthreads 1"),
+        ({"GRAPHFUSE_NUM_THREADS": "1"}, "0", "cap 2\nthreads 2"),
+    ],
+)
+def test_c_threads_capped_by_environment_or_setter(
+    resnet: Path, tmp_path: Path, environment: dict[str, str], argument: str | None, printed: str
+) -> None:
+    """A library built for 2 threads starts one worker, none when capped at 1 (by
+    GRAPHFUSE_NUM_THREADS or `<prefix>_set_threads`, which overrides the variable)."""
+    (tmp_path / "threads.c").write_text(THREADS)
+    program = tmp_path / "threads"
+    _cc(f"-I{resnet.parent}", tmp_path / "threads.c", f"-L{resnet.parent}",
+        "-l:libresnet_block.so", f"-Wl,-rpath,{resnet.parent}", "-o", program)  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "GRAPHFUSE_NUM_THREADS"} | environment
+    command = [str(program), *([argument] if argument is not None else [])]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == printed
 
 
 TWO_MODELS = r"""
