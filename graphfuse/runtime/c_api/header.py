@@ -80,6 +80,7 @@ def header_text(library: CLibrary, header_name: str, library_name: str) -> str:
 
 
 def _comment(lines: Sequence[str]) -> str:
+    lines = [line.replace("*/", "* /") for line in lines]  # names may hold anything
     body = "\n".join(f" * {line}".rstrip() for line in lines[1:])
     return f"/* {lines[0]}\n{body}\n */\n" if len(lines) > 1 else f"/* {lines[0]} */\n"
 

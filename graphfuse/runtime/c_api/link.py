@@ -2,9 +2,10 @@
 
 The C layer (source.py) is a small file, compiled by the system C compiler for each
 library written out beside its other link inputs (the object cache holds kernels alone;
-the model cache keeps whole libraries). A linker version script then makes every symbol local but the C interface's: the kernels, MLIR's `_mlir_ciface_*`
-wrappers, the packed entries and the weights stay inside the library, so libraries of
-different models never see each other's symbols.
+the model cache keeps whole libraries). A linker version script then makes every symbol
+local but the C interface's: the kernels, MLIR's `_mlir_ciface_*` wrappers, the packed
+entries and the weights stay inside the library, so libraries of different models never
+see each other's symbols.
 """
 
 from __future__ import annotations

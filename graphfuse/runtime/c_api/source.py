@@ -176,6 +176,13 @@ def _description(description: bytes) -> str:
     )
 
 
+def c_string(text: str) -> str:
+    """`text` as a C string literal: bytes outside printable ASCII, quotes, backslashes
+    and `?` (trigraphs) as octal escapes."""
+    plain = set(range(0x20, 0x7F)) - {ord('"'), ord("\\"), ord("?")}
+    return '"' + "".join(chr(c) if c in plain else f"\\{c:03o}" for c in text.encode()) + '"'
+
+
 def _library_functions(library: CLibrary) -> str:
     prefix = library.prefix
     text = f"GF_API int {prefix}_abi_version(void) {{ return GRAPHFUSE_ABI_VERSION; }}\n\n"
@@ -216,7 +223,7 @@ def _infos(name: str, buffers: tuple[CBuffer, ...], dims: str, first_dim: int) -
         element = ELEMENTS[b.element]
         shape = f"&{dims}[{at}]" if b.shape else "NULL"
         rows.append(
-            f'{{"{b.name}", GRAPHFUSE_{element.macro}, {element.size}, {len(b.shape)}, '
+            f"{{{c_string(b.name)}, GRAPHFUSE_{element.macro}, {element.size}, {len(b.shape)}, "
             f"{shape}, {b.elements}, {b.bytes}}}"
         )
         at += len(b.shape)
@@ -235,16 +242,17 @@ def _tables(entry: CEntry, n: int) -> str:
     outputs, outputs_ref = _infos(f"gf_outputs_{n}", entry.outputs, f"gf_dims_{n}", first_output)
     slot_rows = ",\n  ".join(slots)
     return (
-        f"void {packed_name(entry.function)}(void **args);\n\n"
+        # Declared by its symbol (an MLIR name need not be a C identifier).
+        f"void gf_entry_{n}(void **args) __asm__({c_string(packed_name(entry.function))});\n\n"
         + (dims_table if dims else "")
         + (f"static const gf_slot gf_slots_{n}[] = {{\n  {slot_rows}}};\n" if slots else "")
         + f"static const gf_plan gf_plan_{n} = {{{passed}, {len(slots)}, {words}, "
         + f"{scratch_bytes}, {f'gf_slots_{n}' if slots else 'NULL'}, "
-        + f"{f'gf_dims_{n}' if dims else 'NULL'}, {packed_name(entry.function)}}};\n"
+        + f"{f'gf_dims_{n}' if dims else 'NULL'}, gf_entry_{n}}};\n"
         + f"static gf_shared gf_shared_{n} = {{PTHREAD_MUTEX_INITIALIZER, NULL}};\n"
         + inputs
         + outputs
-        + f'static const graphfuse_entry_info gf_info_{n} = {{"{entry.function}", '
+        + f"static const graphfuse_entry_info gf_info_{n} = {{{c_string(entry.function)}, "
         + f"{len(entry.inputs)}, {len(entry.outputs)}, {inputs_ref}, {outputs_ref}, "
         + f"{scratch_bytes}}};\n"
     )
