@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.utils.hints import isa
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_rules as rules
@@ -130,14 +131,14 @@ def _why_unsupported(name: str) -> str:
 def _type_problem(typ: Attribute) -> str | None:
     """Why a TOSA value of this type cannot be imported, or None (`!tosa.shape` values
     are shapes known at import)."""
-    if not isinstance(typ, TensorType):
+    if not isa(typ, TensorType[Attribute]):
         known_shape = str(typ).startswith("!tosa.shape")
         return None if known_shape else f"has type {typ}: graphfuse takes ranked tensors only"
     shape = typ.get_shape()
     if any(size < 0 for size in shape):
         return f"has a dynamic dimension ({typ}): graphfuse compiles static shapes only"
     element: Attribute = typ.get_element_type()
-    if not isinstance(element, AnyFloat | IntegerType):
+    if not isinstance(element, AnyFloat) and not isa(element, IntegerType):
         return (
             f"has element type {element} ({typ}): quantised types are not supported "
             "(float and integer TOSA only)"
@@ -146,7 +147,7 @@ def _type_problem(typ: Attribute) -> str | None:
 
 
 def _check_result(builder: TosaBuilder, number: int, typ: Attribute, value: Value) -> None:
-    if not isinstance(typ, TensorType):
+    if not isa(typ, TensorType[Attribute]):
         return
     expected = graph.tensor_type_of(typ).get_shape()
     if tuple(shape_of(value)) != tuple(expected):

@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.hints import isa
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph.elements import numpy_dtype
@@ -145,7 +146,7 @@ class TosaOp:
         found = self.attr(key)
         if isinstance(found, DenseArrayBase):
             return [int(v) for v in found.get_values()]
-        if isinstance(found, ArrayAttr):
+        if isa(found, ArrayAttr[Attribute]):
             return [_int_of(v, key, self) for v in found.data]
         return [_int_of(found, key, self)]
 
@@ -191,5 +192,5 @@ def _int_of(attr: Attribute, key: str, op: TosaOp) -> int:
     if isinstance(attr, IntegerAttr):
         return cast(IntegerAttr[IntegerType], attr).value.data
     if isinstance(attr, IntAttr):
-        return attr.data
+        return cast(IntAttr[int], attr).data
     raise op.fail(f"attribute '{key}' is {attr}, expected integers")

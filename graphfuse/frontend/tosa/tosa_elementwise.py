@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 from xdsl.dialects.builtin import AnyFloat, IntegerType
 from xdsl.ir import Operation
+from xdsl.utils.hints import isa
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph.elements import numpy_dtype
@@ -133,7 +134,7 @@ def _cast(op: TosaOp) -> list[Value]:
     b, x = op.builder, op.operands[0]
     target = op.result_element()
     source = element_of(x, "")
-    if isinstance(source, AnyFloat) and isinstance(target, IntegerType) and target.width.data > 1:
+    if isinstance(source, AnyFloat) and isa(target, IntegerType) and target.bitwidth > 1:
         x = b.unary(graph.RoundOp, x)
     return [b.cast(x, target)]
 

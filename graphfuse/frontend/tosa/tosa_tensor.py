@@ -19,6 +19,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Attribute
+from xdsl.utils.hints import isa
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_rules as rules
@@ -35,7 +36,7 @@ def _const(op: TosaOp) -> list[Value]:
             f"holds its data as dense_resource<{values.resource_handle.data}>: graphfuse reads "
             "TOSA weights written inline (dense<...>) only"
         )
-    if not isinstance(values, DenseIntOrFPElementsAttr):
+    if not isa(values, DenseIntOrFPElementsAttr):
         raise op.fail(f"values {type(values).__name__} are not a dense elements attribute")
     typ: TensorType[Attribute] = graph.tensor_type_of(values.get_type())
     element = typ.get_element_type()
@@ -147,7 +148,7 @@ def _argmax(op: TosaOp) -> list[Value]:
     shape = shape_of(x)
     axis = rules.normalize_axis(op.int("axis"), len(shape))
     element = op.result_element()
-    if not isinstance(element, IntegerType):
+    if not isa(element, IntegerType):
         raise op.fail(f"result element type {element} is not an integer")
     dtype = numpy_dtype(element)
     maximum = b.reduce(graph.ReduceMaxOp, x, [axis], True)
