@@ -1,10 +1,11 @@
 """torch.compile with graphfuse's backend against inductor and eager, side by side in one run.
 
     .venv/bin/python bench/bench_torch_backend.py [--only NAME ...] [--seconds S]
-                                                  [--threads N]
+                                                  [--threads N] [--test-size]
 
 The models of graphfuse/frontend/torch_fx/sample_models.py at their bench sizes (an MLP, a
-transformer block, a small CNN), in eval mode under torch.inference_mode... no_grad, each
+transformer block, a small CNN; `--test-size`: the tests' sizes), in eval mode under
+torch.no_grad(), each
 compiled by `torch.compile(backend="graphfuse", options={"threads": N})` and by inductor
 (`torch.compile(model)`), with torch.set_num_threads(N) for inductor and eager. Times are
 the best over rounds alternating between the three, after a warm-up; results are checked
@@ -41,10 +42,12 @@ def time_side_by_side(runs: dict[str, Runner], seconds: float) -> dict[str, floa
     return best
 
 
-def runners(name: str, threads: int) -> tuple[dict[str, Runner], dict[str, float]]:
+def runners(
+    name: str, threads: int, bench_size: bool
+) -> tuple[dict[str, Runner], dict[str, float]]:
     """Eager, inductor and graphfuse runs of one model (checked against eager), and the
     seconds each compile took (its first call)."""
-    sample = SAMPLES[name](True)
+    sample = SAMPLES[name](bench_size)
     model, x = sample.model, sample.input
     torch._dynamo.reset()
     compiled = {
@@ -83,6 +86,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", help="substrings of model names to run")
     parser.add_argument("--seconds", type=float, default=3.0, help="timing budget per runtime")
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--test-size", action="store_true", help="the tests' small models")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"{args.threads} threads; torch {torch.__version__}")
@@ -94,7 +98,7 @@ def main() -> int:
         for name in SAMPLES:
             if args.only and not any(s in name for s in args.only):
                 continue
-            runs, compile_seconds = runners(name, args.threads)
+            runs, compile_seconds = runners(name, args.threads, not args.test_size)
             report(name, time_side_by_side(runs, args.seconds), compile_seconds)
     return 0
 

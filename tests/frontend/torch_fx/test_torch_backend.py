@@ -162,3 +162,35 @@ def test_compile_options_come_from_torch_compile() -> None:
 def test_unknown_option_is_refused_in_one_line() -> None:
     with pytest.raises(GraphfuseError, match="unknown graphfuse option 'thread' \\(options: "):
         options_from({"thread": 2})
+
+
+class _Mutates(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.add_(1)
+        return torch.relu(x) * 3
+
+
+def test_input_mutated_in_the_model_is_updated() -> None:
+    x = torch.randn(3, 4)
+    mutated = x.clone()
+    with torch.no_grad():
+        got = torch.compile(_Mutates(), backend=_backend())(mutated)
+        expected = _Mutates()(x)
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(mutated, x)
+
+
+class _Convs(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.line, self.volume = nn.Conv1d(4, 6, 3, padding=1), nn.Conv3d(2, 3, 3, groups=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        volume = self.volume(x.view(2, 2, 5, 4, 1).expand(2, 2, 5, 4, 3))
+        return torch.relu(self.line(x.view(2, 4, 10))).sum() + volume.sum()
+
+
+def test_1d_and_3d_convolutions_match_eager() -> None:
+    torch.manual_seed(0)
+    backend = _run(_Convs().eval(), torch.randn(2, 40))
+    assert len(backend.kernels) == 1
