@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func, memref, scf
+from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import FunctionType, IndexType, ModuleOp, UnitAttr
+from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -80,9 +81,14 @@ def _convert(op: Operation, threaded: bool) -> None:
         _lower_kernel(op)
 
 
-def _work(op: loop.ParallelOp) -> int:
-    """Iterations of `op`'s nest: its points times (1 + the points of nested reductions)."""
-    nested = sum(math.prod(r.shape) for r in op.body.walk() if isinstance(r, loop.ReduceOp))
+def _work(op: loop.ParallelOp | loop.ReduceOp) -> int:
+    """Iterations of `op`'s nest: its points times (1 + the work of the nests and
+    reductions directly inside it)."""
+    nested = sum(
+        _work(inner)
+        for inner in op.body.block.ops
+        if isinstance(inner, loop.ParallelOp | loop.ReduceOp)
+    )
     return math.prod(op.shape) * (1 + nested)
 
 
@@ -168,9 +174,23 @@ def _finish_body(
     if body is None:  # a reduction over no dimensions is its element
         return element
     assert accumulator is not None
+    _allow_contract(element, reduce)
     combined = body.emit(combine(reduce.kind.data, accumulator, element))
     body.add(scf.YieldOp(combined))
     return None
+
+
+def _allow_contract(element: SSAValue, reduce: loop.ReduceOp) -> None:
+    """A float sum of products (a convolution or matmul left to the loop vectoriser:
+    depthwise rows, small contractions) lets LLVM fuse each product into its sum's add (a
+    multiply-add, one rounding less): the sum's add carries `contract`, the product must
+    too."""
+    product = element.owner
+    if reduce.kind.data != loop.ReduceKind.ADD or not isinstance(product, arith.MulfOp):
+        return
+    flags = product.fastmath.data if product.fastmath is not None else ()
+    if FastMathFlag.ALLOW_CONTRACT not in flags:
+        product.fastmath = arith.FastMathFlagsAttr((*flags, FastMathFlag.ALLOW_CONTRACT))
 
 
 def _lower_kernel(kernel: loop.KernelOp) -> None:

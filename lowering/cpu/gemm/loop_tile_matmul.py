@@ -41,6 +41,7 @@ from graphfuse.lowering.cpu.gemm.operand_packing import OperandPacker
 from graphfuse.lowering.cpu.gemm.split_reductions import split_reductions
 from graphfuse.lowering.cpu.gemm.tile_kernels import TaskEmitter
 from graphfuse.lowering.cpu.gemm.tile_plan import plan_tiling
+from graphfuse.lowering.cpu.image_copies import interleave_image_copies
 from graphfuse.lowering.cpu.lanes import DEFAULT_LANES
 from graphfuse.lowering.cpu.padded_copies import split_padded_copies
 
@@ -121,6 +122,7 @@ class LoopTileMatmulPass(ModulePass):
             split_reductions(kernel)
             split_padded_copies(kernel)
             vectorise_depthwise(kernel, self.lanes)
+            interleave_image_copies(kernel)
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
                 found = match_contraction(nest)
                 if found is not None:

@@ -1,0 +1,47 @@
+"""A depthwise convolution on wide rows reads its padded copy plane by
+plane (lowering/cpu/image_copies.py): the fill, the interior copy and the reader become one
+nest over the (image, channel) planes; results match the reference interpreter."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphfuse.compiler import CompileOptions
+from graphfuse.dialects import loop
+from graphfuse.parsing import parse_text
+from graphfuse.testing.compare import compile_and_compare
+from tests.lowering.cpu.test_depthwise import _conv, _tiled
+
+WIDE = [
+    (1, 16, 20, 3, 1, 1, "relu6"),  # batch 1: the batch index is a constant 0
+    (2, 16, 18, 3, 1, 1, "residual"),  # batch 2, the input read again by the epilogue
+    (2, 16, 20, 5, 1, 2, "silu"),  # 5x5 on wide rows
+    (1, 16, 30, 3, 2, -1, "relu6"),  # stride 2 with padding at the end only
+]
+
+
+def _planes(kernel: loop.KernelOp) -> list[loop.ParallelOp]:
+    return [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", WIDE, ids=[str(c) for c in WIDE])
+def test_wide_depthwise_runs_plane_by_plane(
+    case: tuple[int, int, int, int, int, int, str], threads: int
+) -> None:
+    """One top-level nest over [N, C, 1] holding the fill, the copy and the convolution
+    (three nests over a plane, in that order); same results."""
+    text = _conv(*case)
+    kernel = _tiled(text)
+    nests = _planes(kernel)
+    assert len(nests) == 1 and nests[0].shape == (case[0], case[1], 1)
+    inner = [op for op in nests[0].body.block.ops if isinstance(op, loop.ParallelOp)]
+    assert len(inner) == 3
+    assert any(isinstance(op, loop.ReduceOp) for op in inner[2].walk())
+    compile_and_compare(parse_text(text, "dw"), options=CompileOptions(threads=threads))
+
+
+def test_narrow_rows_keep_the_channels_last_path() -> None:
+    """7-wide rows at 16 lanes are vectorised across channels (depthwise.py) instead."""
+    nests = _planes(_tiled(_conv(2, 24, 7, 3, 1, 1, "relu6")))
+    assert nests[-1].shape == (2, 7, 7, 24)
