@@ -50,21 +50,14 @@ ADD = """func.func @main(%x: tensor<2x3xf32>, %y: tensor<3xf32>) -> tensor<2x3xf
 """
 
 CALLER = r"""
-#include <stdint.h>
 #include <stdio.h>
-typedef struct { void *allocated, *aligned; int64_t offset, sizes[1], strides[1]; } MemRef1;
-typedef struct { void *allocated, *aligned; int64_t offset, sizes[2], strides[2]; } MemRef2;
-void graphfuse_packed_main(void **args);
-void _mlir_ciface_main(MemRef2 *x, MemRef1 *y, MemRef2 *out);
+#include "libadd.h"
 
 int main(void) {
   float x[6] = {0.0f, 0.1f, 0.2f, 0.3f, 0.4f, 0.5f}, y[3] = {0.5f, -1.0f, 2.0f}, out[12];
-  MemRef2 xd = {x, x, 0, {2, 3}, {3, 1}};
-  MemRef1 yd = {y, y, 0, {3}, {1}};
-  MemRef2 packed = {out, out, 0, {2, 3}, {3, 1}}, plain = {out + 6, out + 6, 0, {2, 3}, {3, 1}};
-  void *args[] = {&xd, &yd, &packed};
-  graphfuse_packed_main(args);
-  _mlir_ciface_main(&xd, &yd, &plain);
+  void *buffers[] = {x, y, out};
+  if (add_main_run_packed(NULL, buffers) != GRAPHFUSE_OK || add_main(x, y, out + 6) != GRAPHFUSE_OK)
+    return 1;
   for (int i = 0; i < 12; ++i) printf("%.9g\n", out[i]);
   return 0;
 }
@@ -72,13 +65,14 @@ int main(void) {
 
 
 def test_a_c_program_calls_a_written_library(tmp_path: Path) -> None:
+    """Through the header written beside it (docs/c-api.md): the packed and plain forms."""
     library = tmp_path / "libadd.so"
     graphfuse.compile(parse_text(ADD, "add"), options=SINGLE, output=library)
     source = tmp_path / "caller.c"
     source.write_text(CALLER)
     program = tmp_path / "caller"
-    flags = ["-o", str(program), str(source), str(library), f"-Wl,-rpath,{tmp_path}"]
-    run_tool("building the caller", "cc", flags)
+    flags = ["-o", str(program), f"-I{tmp_path}", str(source), str(library)]
+    run_tool("building the caller", "cc", [*flags, f"-Wl,-rpath,{tmp_path}"])
     printed = subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout
     got = np.array(printed.split(), dtype=np.float32).reshape(2, 2, 3)
     x = np.arange(6, dtype=np.float32).reshape(2, 3) / 10

@@ -437,7 +437,7 @@ def test_a_threaded_library_written_out_carries_its_runtime(tmp_path, monkeypatc
     script = (
         "import ctypes, sys\n"
         "lib = ctypes.CDLL(sys.argv[1])\n"
-        "print(hasattr(lib, '_mlir_ciface_main'))\n"
+        "print(hasattr(lib, 'k_main'))\n"
     )
     run = subprocess.run(
         [sys.executable, "-c", script, str(moved / "k.so")],
