@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import tempfile
+import threading
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,6 +65,14 @@ class ArrayFunction:
         self.name = name
         self.inputs = list(inputs)
         self.outputs = list(outputs)
+        # What a call checks, worked out once: a call costs microseconds, and reading
+        # shapes and element types off the memref types took most of them.
+        self._plain_inputs = [_plain_spec(t) for t in self.inputs]
+        self._output_specs = [
+            (tuple(t.get_shape()), memref_abi.storage_dtype(t.get_element_type()))
+            for t in self.outputs
+        ]
+        self._plain_outputs = all(_plain_spec(t) is not None for t in self.outputs)
 
     def _signature(self) -> str:
         ins = ", ".join(_describe(t) for t in self.inputs)
@@ -71,6 +80,26 @@ class ArrayFunction:
         return f"@{self.name}({ins}) -> ({outs})"
 
     def _check(self, arrays: Sequence[Any]) -> list[Array]:
+        """The arrays to pass: those given when each is a C-contiguous array of the
+        argument's shape and dtype (the common case, checked first), else converted or
+        refused with the reason."""
+        if len(arrays) == len(self._plain_inputs):
+            given: list[Array] = []
+            for array, spec in zip(arrays, self._plain_inputs, strict=True):
+                if not (
+                    spec is not None
+                    and type(array) is np.ndarray
+                    and array.shape == spec[0]
+                    and array.dtype == spec[1]
+                    and array.flags.c_contiguous
+                ):
+                    break
+                given.append(cast(Array, array))
+            else:
+                return given
+        return self._check_each(arrays)
+
+    def _check_each(self, arrays: Sequence[Any]) -> list[Array]:
         if len(arrays) != len(self.inputs):
             raise ArgumentError(f"@{self.name} takes {len(self.inputs)} arrays, got {len(arrays)}")
         converted: list[Array] = []
@@ -93,10 +122,7 @@ class ArrayFunction:
 
     def _outputs(self, out: Any) -> list[Array]:
         if out is None:
-            return [
-                np.empty(t.get_shape(), memref_abi.storage_dtype(t.get_element_type()))
-                for t in self.outputs
-            ]
+            return [np.empty(shape, dtype) for shape, dtype in self._output_specs]
         given: list[Any] = (
             list(cast(Sequence[Any], out)) if isinstance(out, tuple | list) else [out]
         )
@@ -117,11 +143,23 @@ class ArrayFunction:
         return given
 
     def _results(self, outputs: Sequence[Array]) -> Array | tuple[Array, ...]:
+        if self._plain_outputs:
+            return outputs[0] if len(outputs) == 1 else tuple(outputs)
         results = tuple(
             memref_abi.from_buffer_array(o, t.get_element_type())
             for o, t in zip(outputs, self.outputs, strict=True)
         )
         return results[0] if len(results) == 1 else results
+
+
+def _plain_spec(typ: MemRefType[Attribute]) -> tuple[tuple[int, ...], np.dtype[Any]] | None:
+    """(shape, dtype) of an argument passed as the array itself (its element stored as
+    NumPy holds it), None for one that is converted (bf16)."""
+    element = typ.get_element_type()
+    dtype = np.dtype(memref_abi.storage_dtype(element))
+    if np.dtype(memref_abi.user_dtype(element)) != dtype:
+        return None
+    return tuple(typ.get_shape()), dtype
 
 
 _LOADED: dict[Path, tuple[int, int]] = {}
@@ -245,6 +283,7 @@ class _DescriptorCall:
         self._scratch_descriptors = [memref_abi.descriptor(b) for b in self._scratch]
         self._scratch_pointers = [ctypes.byref(d) for d in self._scratch_descriptors]
         self._passed = passed
+        self._local = threading.local()
         # The packed entry's argument array, scratch part filled: a call copies it (calls
         # may run in several threads at once).
         self._arguments = (ctypes.c_void_p * (passed + len(scratch)))()
@@ -256,13 +295,28 @@ class _DescriptorCall:
             )
 
     def __call__(self, buffers: Sequence[Array]) -> None:
-        descriptors = [memref_abi.descriptor(b) for b in buffers]
+        # A thread's descriptors are built on its first call and reused: every call passes
+        # C-contiguous arrays of the signature's shapes, so only the data pointers change.
+        # (Calls may run in several threads at once: each has its own.)
+        state: tuple[list[Any], Any] | None = getattr(self._local, "state", None)
+        if state is None:
+            descriptors: list[Any] = [memref_abi.descriptor(b) for b in buffers]
+            if self._packed is not None:
+                arguments = type(self._arguments).from_buffer_copy(self._arguments)
+                arguments[: self._passed] = [ctypes.addressof(d) for d in descriptors]
+                state = (descriptors, arguments)
+            else:
+                state = (descriptors, [ctypes.byref(d) for d in descriptors])
+            self._local.state = state
+        descriptors, arguments = state
+        for descriptor, buffer in zip(descriptors, buffers, strict=True):
+            pointer = buffer.ctypes.data
+            descriptor.allocated = pointer
+            descriptor.aligned = pointer
         if self._packed is not None:
-            arguments = type(self._arguments).from_buffer_copy(self._arguments)
-            arguments[: self._passed] = [ctypes.addressof(d) for d in descriptors]
             self._packed(arguments)
         else:
-            self._function(*(ctypes.byref(d) for d in descriptors), *self._scratch_pointers)
+            self._function(*arguments, *self._scratch_pointers)
 
 
 def _symbol(library: ctypes.CDLL, name: str) -> Any:
