@@ -396,7 +396,7 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     key = (
         None
         if output is None
-        else _model_key(module_or_path, entry, options, input_shapes, constants)
+        else _model_key(module_or_path, entry, options, input_shapes, constants, Path(output))
     )
     if key is not None and output is not None:
         found = compile_cache.lookup(key)
@@ -422,7 +422,11 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     cpu = replace(options.target, uniform_opt_level=options.opt_level != CpuTarget.opt_level)
     with timed("build"):
         library = build_module_library(
-            module, cpu, Path(output) if output is not None else None, detached
+            module,
+            cpu,
+            Path(output) if output is not None else None,
+            detached,
+            caller_types={entry: (signature.inputs, signature.outputs)},
         )
     if key is not None:
         threaded = options.threads > 1 and any(op.name == "scf.parallel" for op in module.walk())
@@ -455,8 +459,11 @@ def _model_key(
     options: CompileOptions,
     input_shapes: Mapping[str, Sequence[int]] | None,
     constants: Mapping[str, Any] | None = None,
+    output: Path | None = None,
 ) -> str | None:
-    """The whole-model cache key of a model file (None for a module in memory)."""
+    """The whole-model cache key of a model file (None for a module in memory). A library
+    written out is keyed by its C symbols' prefix too (taken from its file name), so the
+    header and the symbols of a copy from the cache match the name asked for."""
     if not isinstance(module_or_path, str | Path) or _looks_like_mlir_text(str(module_or_path)):
         return None
     path = Path(module_or_path)
@@ -466,6 +473,10 @@ def _model_key(
         settings = {f.name: getattr(options, f.name) for f in fields(options)}
         settings["resolved_cpu"] = options.target.resolved_cpu()
         settings["lanes"] = options.lanes or options.target.vector_lanes()
+        if output is not None:
+            from graphfuse.runtime.c_api.naming import symbol_prefix
+
+            settings["c_symbol_prefix"] = symbol_prefix(output)
         for name, value in sorted((constants or {}).items()):
             import numpy as np
 

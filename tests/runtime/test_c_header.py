@@ -56,8 +56,7 @@ def _exported(library: Path) -> set[str]:
 
 @pytest.fixture(scope="module")
 def resnet(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """examples/resnet_block.mlir compiled for 2 threads (a threaded library). Given as a
-    module, not a path: a model cached under another library name would keep its prefix."""
+    """examples/resnet_block.mlir compiled for 2 threads (a threaded library)."""
     folder = tmp_path_factory.mktemp("resnet")
     library = folder / "libresnet_block.so"
     graphfuse.compile(parse_file(EXAMPLE), output=library, options=CompileOptions(threads=2))
@@ -253,20 +252,26 @@ def test_c_two_models_link_into_one_program(tmp_path: Path) -> None:
     assert float(error_a) < 1e-4 and float(error_b) < 1e-4
 
 
-def test_c_library_copied_from_the_model_cache_gets_its_header(tmp_path: Path) -> None:
-    """A model compiled again to another name is copied from the model cache: its symbols
-    keep the first name's prefix, and the header written beside the copy says so."""
+def test_c_symbols_follow_the_name_even_through_the_model_cache(tmp_path: Path) -> None:
+    """The prefix is part of the model cache's key: a model compiled again to another
+    name is built with that name's symbols; compiled again to the same name in another
+    folder, it is copied from the cache with the symbols it has."""
     model = tmp_path / "mm.mlir"
     model.write_text(MATMUL_RELU.format(m=2, k=3, n=4))
     options = CompileOptions(threads=1)
     graphfuse.compile(model, output=tmp_path / "first.so", options=options)
-    copy = graphfuse.compile(model, output=tmp_path / "second.so", options=options)
-    text = (tmp_path / "second.h").read_text()
-    assert "int first_main(" in text and "-l:second.so" in text
-    assert "first_main" in _exported(tmp_path / "second.so")
+    second = graphfuse.compile(model, output=tmp_path / "second.so", options=options)
+    assert "int second_main(" in (tmp_path / "second.h").read_text()
+    assert "second_main" in _exported(tmp_path / "second.so")
+    assert "first_main" not in _exported(tmp_path / "second.so")
+    (tmp_path / "again").mkdir()
+    copy = graphfuse.compile(model, output=tmp_path / "again" / "first.so", options=options)
+    assert "first_main" in _exported(tmp_path / "again" / "first.so")
+    assert "int first_main(" in (tmp_path / "again" / "first.h").read_text()
     x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
     w = np.ones((3, 4), np.float32)
-    np.testing.assert_allclose(copy(x, w), np.maximum(x @ w, 0))  # through first_main_run_packed
+    for compiled in (second, copy):
+        np.testing.assert_allclose(compiled(x, w), np.maximum(x @ w, 0))
 
 
 def test_c_bad_output_folder_writes_nothing(tmp_path: Path) -> None:

@@ -66,9 +66,12 @@ def test_unchanged_file_is_one_lookup(tmp_path: Path, cache: Path, monkeypatch) 
     first = graphfuse.compile(path, output=tmp_path / "a.so", options=CompileOptions(threads=1))
     assert builds.count == 1
     _check(first, path)
-    second = graphfuse.compile(path, output=tmp_path / "b.so", options=CompileOptions(threads=1))
+    # The same library name (its C symbols' prefix is part of the key), another folder.
+    (tmp_path / "again").mkdir()
+    again = tmp_path / "again" / "a.so"
+    second = graphfuse.compile(path, output=again, options=CompileOptions(threads=1))
     assert builds.count == 1, "an unchanged model was compiled again"
-    assert (tmp_path / "b.so").exists()
+    assert again.exists()
     _check(second, path)
 
 

@@ -434,11 +434,7 @@ def test_a_threaded_library_written_out_carries_its_runtime(tmp_path, monkeypatc
     built.rename(moved)
     for path in cache.iterdir():
         path.unlink()
-    script = (
-        "import ctypes, sys\n"
-        "lib = ctypes.CDLL(sys.argv[1])\n"
-        "print(hasattr(lib, 'k_main'))\n"
-    )
+    script = "import ctypes, sys\nlib = ctypes.CDLL(sys.argv[1])\nprint(hasattr(lib, 'k_main'))\n"
     run = subprocess.run(
         [sys.executable, "-c", script, str(moved / "k.so")],
         capture_output=True,
