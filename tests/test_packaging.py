@@ -249,6 +249,8 @@ from graphfuse.universe import GRAPHFUSE_UNIVERSE
 
 with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
     graphfuse.cli.main(["--help"])
+with contextlib.redirect_stdout(io.StringIO()):
+    assert graphfuse.cli.main(["doctor"]) == 0
 assert graphfuse.cli.main(["stats", "x.mlir"]) == 0
 Universe.get_multiverse()
 for get_pass in GRAPHFUSE_UNIVERSE.all_passes.values():  # what xdsl-opt -p imports
@@ -277,7 +279,7 @@ func.func @main(%x: tensor<4x6xf32>, %b: tensor<6xf32>) -> tensor<4xf32> {
 
 def test_plain_use_imports_no_heavy_package(tmp_path: Path):
     """A fresh interpreter (this environment has every extra installed, so an import would
-    succeed here and fail in the core install): the CLI's help and stats, every graphfuse
+    succeed here and fail in the core install): the CLI's help, doctor and stats, every graphfuse
     pass xdsl-opt can load, a compile and a call, an ONNX import."""
     (tmp_path / "x.mlir").write_text(SMALL_GRAPH)
     env = {**os.environ, "GRAPHFUSE_CACHE_DIR": str(tmp_path / "cache")}
