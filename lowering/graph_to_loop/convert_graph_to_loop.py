@@ -170,6 +170,9 @@ class _FunctionLowering:
     def _finish(self, new: Block, inputs: list[Attribute], outputs: list[Attribute]) -> None:
         function = self.function
         old = function.body.block
+        # The buffers keep the tensors' names (a C header names its arguments by them).
+        for tensor, buffer in zip(old.args, new.args, strict=False):
+            buffer.name_hint = tensor.name_hint
         function.body.add_block(new)
         function.body.detach_block(old)
         old.drop_all_references()
