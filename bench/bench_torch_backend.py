@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_torch_backend.py [--only NAME ...] [--seconds S]
                                                   [--threads N] [--test-size]
 
-The models of graphfuse/frontend/torch_fx/sample_models.py at their bench sizes (an MLP, a
+The models of graphfuse/testing/torch_models.py at their bench sizes (an MLP, a
 transformer block, a small CNN; `--test-size`: the tests' sizes), in eval mode under
 torch.no_grad(), each
 compiled by `torch.compile(backend="graphfuse", options={"threads": N})` and by inductor
@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 import torch
 
-from graphfuse.frontend.torch_fx.sample_models import SAMPLES
 from graphfuse.testing.measure import best_time
+from graphfuse.testing.torch_models import SAMPLES
 
 ROUNDS = 6
 MOST_PER_ROUND = 1000

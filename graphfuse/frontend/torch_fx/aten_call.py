@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import torch
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 
 from graphfuse.frontend.onnx_builder import Builder, Value, element_type_of
 
@@ -37,6 +37,11 @@ LOGICAL = frozenset({torch.float32, torch.int64, torch.int32, torch.bool})
 def element_of_dtype(dtype: torch.dtype, where: str) -> Attribute:
     """The graph element type of a torch dtype that NUMPY_DTYPES lists."""
     return element_type_of(NUMPY_DTYPES[dtype], where)
+
+
+def is_value(value: object) -> TypeGuard[Value]:
+    """Whether an argument is a tensor: an SSA value, or an array known at import."""
+    return isinstance(value, SSAValue | np.ndarray)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ call its entry does not accept, runs eagerly.
 from __future__ import annotations
 
 import torch
+from torch._ops import OpOverload
 
 from graphfuse.dialects import graph
 from graphfuse.frontend.torch_fx import aten_nn as nn
@@ -18,7 +19,7 @@ from graphfuse.frontend.torch_fx.aten_call import FLOAT, INDEX, LOGICAL, AtenOp
 
 aten = torch.ops.aten
 
-ATEN_OPS: dict[torch._ops.OpOverload, AtenOp] = {
+ATEN_OPS: dict[OpOverload, AtenOp] = {
     # elementwise
     aten.relu.default: AtenOp(t.unary(graph.ReluOp)),
     aten.tanh.default: AtenOp(t.unary(graph.TanhOp)),
@@ -103,7 +104,7 @@ ATEN_OPS: dict[torch._ops.OpOverload, AtenOp] = {
 }
 """Every ATen overload graphfuse computes (see AtenOp for the fields)."""
 
-VIEWS = frozenset(
+VIEWS: frozenset[OpOverload] = frozenset(
     {
         aten.view.default,
         aten._unsafe_view.default,

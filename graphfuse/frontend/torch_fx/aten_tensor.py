@@ -14,16 +14,26 @@ from xdsl.dialects.builtin import Float32Type
 from xdsl.ir import Operation, SSAValue
 
 from graphfuse.dialects import graph
+from graphfuse.dialects.graph.elements import numpy_dtype
 from graphfuse.frontend.onnx_builder import (
     Builder,
     Value,
     element_of,
+    f64_attr,
     i64_array,
     i64_attr,
     shape_of,
 )
 from graphfuse.frontend.onnx_nn import strided_slice
-from graphfuse.frontend.torch_fx.aten_call import NUMPY_DTYPES, Build, Call, dims
+from graphfuse.frontend.onnx_ops import CONVERTERS
+from graphfuse.frontend.torch_fx.aten_call import (
+    NUMPY_DTYPES,
+    Build,
+    Call,
+    dims,
+    element_of_dtype,
+    is_value,
+)
 
 # ---- elementwise ----------------------------------------------------------------------
 
@@ -37,9 +47,7 @@ def unary(op_type: type[Operation]) -> Build:
 
 def operand(call: Call, value: Any) -> Value:
     """A tensor operand, or a Python scalar as a known array of the result's dtype."""
-    if isinstance(value, SSAValue | np.ndarray):
-        return value
-    return call.scalar(value)
+    return value if is_value(value) else call.scalar(value)
 
 
 def binary(op_type: type[Operation]) -> Build:
@@ -57,18 +65,12 @@ def binary(op_type: type[Operation]) -> Build:
 
 def compare(predicate: str) -> Build:
     def build(b: Builder, call: Call) -> Value:
-        lhs, rhs = call.args[0], call.args[1]
-        if not isinstance(rhs, SSAValue | np.ndarray):
-            rhs = np.asarray(rhs, _numpy_dtype(b, lhs))
-        return b.compare(predicate, lhs, rhs)
+        lhs: Value = call.args[0]
+        rhs = call.args[1]
+        right = rhs if is_value(rhs) else np.asarray(rhs, numpy_dtype(element_of(lhs, b.node)))
+        return b.compare(predicate, lhs, right)
 
     return build
-
-
-def _numpy_dtype(b: Builder, x: Value) -> np.dtype[Any]:
-    from graphfuse.dialects.graph.elements import numpy_dtype
-
-    return numpy_dtype(element_of(x, b.node))
 
 
 def logical_not(b: Builder, call: Call) -> Value:
@@ -76,13 +78,17 @@ def logical_not(b: Builder, call: Call) -> Value:
 
 
 def where(b: Builder, call: Call) -> Value:
-    condition = call.args[0]
+    condition: Value = call.args[0]
     on_true, on_false = operand(call, call.args[1]), operand(call, call.args[2])
     if isinstance(on_true, np.ndarray) and isinstance(on_false, SSAValue):
         on_true = b.known_as(on_true, on_false)
     elif isinstance(on_false, np.ndarray) and isinstance(on_true, SSAValue):
         on_false = b.known_as(on_false, on_true)
-    if isinstance(condition, np.ndarray) and not isinstance(on_true, SSAValue):
+    if (
+        isinstance(condition, np.ndarray)
+        and isinstance(on_true, np.ndarray)
+        and isinstance(on_false, np.ndarray)
+    ):
         return np.where(condition, on_true, on_false)
     element = element_of(on_true, b.node)
     return b.op(graph.SelectOp, [condition, on_true, on_false], call.shape, element)
@@ -136,8 +142,6 @@ def identity(b: Builder, call: Call) -> Value:
 
 def to_copy(b: Builder, call: Call) -> Value:
     """_to_copy: a cast to the result's dtype (layout and device changes are no-ops)."""
-    from graphfuse.frontend.torch_fx.aten_call import element_of_dtype
-
     return b.cast(call.args[0], element_of_dtype(call.dtype, b.node))
 
 
@@ -183,10 +187,10 @@ def _slice_bounds(size: int, start: int | None, end: int | None, step: int) -> t
 
 def slice_tensor(b: Builder, call: Call) -> Value:
     """slice.Tensor(x, dim, start, end, step)."""
-    x = call.args[0]
+    x: Value = call.args[0]
     shape = shape_of(x)
-    dim = call.arg(1, "dim", 0) % len(shape)
-    step = call.arg(4, "step", 1)
+    dim: int = call.arg(1, "dim", 0) % len(shape)
+    step: int = call.arg(4, "step", 1)
     first, count = _slice_bounds(shape[dim], call.arg(2, "start"), call.arg(3, "end"), step)
     return _slice_dim(b, x, dim, first, count, step)
 
@@ -200,19 +204,19 @@ def _slice_dim(b: Builder, x: Value, dim: int, first: int, count: int, step: int
 
 def select(b: Builder, call: Call) -> Value:
     """select.int(x, dim, index): one slice, its dim dropped."""
-    x = call.args[0]
+    x: Value = call.args[0]
     shape = shape_of(x)
-    dim = call.args[1] % len(shape)
-    index = call.args[2] % shape[dim]
+    dim: int = call.args[1] % len(shape)
+    index: int = call.args[2] % shape[dim]
     return b.reshape(_slice_dim(b, x, dim, index, 1, 1), call.shape)
 
 
 def split(b: Builder, call: Call) -> tuple[Value, ...]:
     """split.Tensor(x, size, dim) and split_with_sizes(x, sizes, dim)."""
-    x = call.args[0]
+    x: Value = call.args[0]
     shape = shape_of(x)
-    dim = call.arg(2, "dim", 0) % len(shape)
-    sizes = call.args[1]
+    dim: int = call.arg(2, "dim", 0) % len(shape)
+    sizes: int | Sequence[int] = call.args[1]
     if isinstance(sizes, int):
         sizes = [min(sizes, shape[dim] - start) for start in range(0, shape[dim], sizes)]
     parts: list[Value] = []
@@ -224,8 +228,6 @@ def split(b: Builder, call: Call) -> tuple[Value, ...]:
 
 
 def cat(b: Builder, call: Call) -> Value:
-    from graphfuse.frontend.onnx_ops import CONVERTERS
-
     values: list[Value] = list(call.args[0])
     axis = call.arg(1, "dim", 0) % len(call.shape)
     return CONVERTERS["Concat"](b, [*values], {"axis": axis})[0]
@@ -233,7 +235,7 @@ def cat(b: Builder, call: Call) -> Value:
 
 def constant_pad(b: Builder, call: Call) -> Value:
     """constant_pad_nd(x, pad, value): pad pairs from the last dim backwards."""
-    x = call.args[0]
+    x: Value = call.args[0]
     pad: Sequence[int] = call.args[1]
     rank = len(shape_of(x))
     low, high = [0] * rank, [0] * rank
@@ -242,8 +244,6 @@ def constant_pad(b: Builder, call: Call) -> Value:
     value = float(call.arg(2, "value", 0.0))
     if not isinstance(x, SSAValue):
         return np.pad(x, list(zip(low, high, strict=True)), constant_values=value)
-    from graphfuse.frontend.onnx_builder import f64_attr
-
     return b.op(
         graph.PadOp,
         [x],

@@ -14,12 +14,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
+from torch._ops import OpOverload
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from graphfuse.frontend.torch_fx.aten_call import AtenOp
 from graphfuse.frontend.torch_fx.aten_table import ATEN_OPS, VIEWS
+from graphfuse.frontend.torch_fx.typed_torch import overload_of
 
-NO_WORK = VIEWS | {torch.ops.aten.clone.default}
+NO_WORK: frozenset[OpOverload] = VIEWS | {torch.ops.aten.clone.default}
 """Ops that move no data in the graph dialect: a partition of only these stays eager."""
 
 
@@ -34,7 +36,8 @@ def _tensors(value: Any) -> Iterator[Any]:
 def _plain_tensor(value: Any, dtypes: frozenset[torch.dtype]) -> bool:
     if not isinstance(value, torch.Tensor) or value.device.type != "cpu":
         return False
-    return value.dtype in dtypes and all(isinstance(d, int) for d in value.shape)
+    # A dynamic size is a SymInt, although torch.Size declares its items int.
+    return value.dtype in dtypes and not any(isinstance(d, torch.SymInt) for d in value.shape)
 
 
 def _input_nodes(node: torch.fx.Node) -> Iterator[torch.fx.Node]:
@@ -54,27 +57,20 @@ class AtenSupport(OperatorSupportBase):
             return False
         if node.target is operator.getitem:
             return self._getitem_supported(node)
-        entry = (
-            ATEN_OPS.get(node.target) if isinstance(node.target, torch._ops.OpOverload) else None
-        )
+        entry = entry_of(node)
         if entry is None or not self._types_supported(node, entry) or not entry.accepts(node):
             return False
         if isinstance(node.meta.get("val"), tuple | list) and not all(
             _reads_computed_result(user, entry) for user in node.users
         ):
             return False
-        return not (node.target in VIEWS and self._aliases_outside(node))
+        return not (overload_of(node) in VIEWS and self._aliases_outside(node))
 
     def _getitem_supported(self, node: torch.fx.Node) -> bool:
         source = node.args[0]
         if not isinstance(source, torch.fx.Node):
             return False
-        entry = (
-            ATEN_OPS.get(source.target)
-            if isinstance(source.target, torch._ops.OpOverload)
-            else None
-        )
-        return entry is not None and self.is_node_supported({}, source)
+        return entry_of(source) is not None and self.is_node_supported({}, source)
 
     def _types_supported(self, node: torch.fx.Node, entry: AtenOp) -> bool:
         results = list(_tensors(node.meta.get("val")))[: entry.results]
@@ -91,7 +87,7 @@ class AtenSupport(OperatorSupportBase):
         if any(reader.op == "output" for reader in readers):
             return True
         source = node
-        while source.op == "call_function" and source.target in VIEWS:
+        while source.op == "call_function" and overload_of(source) in VIEWS:
             first = source.args[0]
             if not isinstance(first, torch.fx.Node):
                 return False
@@ -101,8 +97,8 @@ class AtenSupport(OperatorSupportBase):
 
 def entry_of(node: torch.fx.Node) -> AtenOp | None:
     """The table's entry for the node's op overload, if it has one."""
-    target = node.target
-    return ATEN_OPS.get(target) if isinstance(target, torch._ops.OpOverload) else None
+    overload = overload_of(node)
+    return None if overload is None else ATEN_OPS.get(overload)
 
 
 def _reads_computed_result(user: torch.fx.Node, entry: AtenOp) -> bool:

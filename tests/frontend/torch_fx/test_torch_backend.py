@@ -11,9 +11,9 @@ import torch
 from torch import nn
 
 from graphfuse.compiler import CompileOptions
-from graphfuse.frontend.torch_fx.backend import EagerFallbackWarning, GraphfuseBackend, options_from
-from graphfuse.frontend.torch_fx.sample_models import SAMPLES
 from graphfuse.parsing import GraphfuseError
+from graphfuse.testing.torch_models import SAMPLES
+from graphfuse.torch_backend import EagerFallbackWarning, GraphfuseBackend, options_from
 
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 

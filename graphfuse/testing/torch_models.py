@@ -1,4 +1,4 @@
-"""The small PyTorch models the backend's tests and bench/bench_torch_backend.py run.
+"""The small PyTorch models graphfuse.torch_backend's tests and bench/bench_torch_backend.py run.
 
 An MLP, a pre-norm transformer block (softmax attention, layer norm, gelu) and a CNN
 (conv, batch norm, relu, pooling, linear), each at a test size and a bench size, so the
@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+from graphfuse.frontend.torch_fx.typed_torch import manual_seed
 
 
 class MLP(nn.Sequential):
@@ -68,14 +70,22 @@ class SmallCNN(nn.Module):
         self.head = nn.Linear(2 * channels, classes)
         for module in self.features:
             if isinstance(module, nn.BatchNorm2d):
-                nn.init.uniform_(module.running_mean, -0.5, 0.5)
-                nn.init.uniform_(module.running_var, 0.5, 2.0)
-                nn.init.uniform_(module.weight, 0.5, 1.5)
-                nn.init.uniform_(module.bias, -0.5, 0.5)
+                _spread_statistics(module)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         pooled = nn.functional.adaptive_avg_pool2d(self.features(x), 1)
         return self.head(torch.flatten(pooled, 1))
+
+
+def _spread_statistics(norm: nn.BatchNorm2d) -> None:
+    """Running statistics and affine parameters away from their identity values."""
+    mean, var = norm.running_mean, norm.running_var
+    assert mean is not None and var is not None  # track_running_stats is on
+    with torch.no_grad():
+        mean.uniform_(-0.5, 0.5)
+        var.uniform_(0.5, 2.0)
+        norm.weight.uniform_(0.5, 1.5)
+        norm.bias.uniform_(-0.5, 0.5)
 
 
 @dataclass(frozen=True)
@@ -87,7 +97,7 @@ class Sample:
 
 
 def _sample(make: Callable[[], nn.Module], shape: tuple[int, ...]) -> Sample:
-    torch.manual_seed(0)
+    manual_seed(0)
     model = make().eval()
     return Sample(model, torch.randn(shape))
 
