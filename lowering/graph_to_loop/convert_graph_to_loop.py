@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
     FunctionType,
     IntegerAttr,
     ModuleOp,
@@ -180,6 +182,13 @@ class _FunctionLowering:
         function.function_type = FunctionType.from_lists(
             [*inputs, *outputs, *self.scratch_types], []
         )
+        # Argument attributes stay on the inputs (the output and scratch buffers get
+        # none); the results are buffers now, so their attributes go.
+        if function.arg_attrs is not None:
+            kept = list(function.arg_attrs.data[: len(inputs)])
+            added = len(outputs) + len(self.scratch_types) + len(inputs) - len(kept)
+            function.arg_attrs = ArrayAttr([*kept, *[DictionaryAttr({})] * added])
+        function.res_attrs = None
         function.attributes[abi.OUTPUTS] = IntegerAttr(len(outputs), i64)
         function.attributes[abi.SCRATCH] = IntegerAttr(len(self.scratch_types), i64)
 

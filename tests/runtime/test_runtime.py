@@ -442,3 +442,20 @@ def test_a_threaded_library_written_out_carries_its_runtime(tmp_path, monkeypatc
         timeout=60,
     )
     assert run.returncode == 0 and run.stdout.strip() == "True", run.stderr
+
+
+def test_argument_and_result_attributes_are_kept_off_the_buffers():
+    """An entry with argument and result attributes (as TOSA and StableHLO exporters write
+    them) compiles: the inputs keep theirs, the output buffer gets none."""
+    compiled = graphfuse.compile(
+        parse(
+            """
+func.func @main(%x: tensor<4xf32> {foo.bar = "x"}, %y: tensor<4xf32>) -> (tensor<4xf32> {foo.r = 1 : i64}) {
+  %0 = graph.add %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = graph.neg %0 : tensor<4xf32>
+  func.return %1 : tensor<4xf32>
+}"""
+        )
+    )
+    x, y = np.arange(4, dtype=np.float32), np.ones(4, np.float32)
+    np.testing.assert_array_equal(compiled(x, y), -(x + y))
