@@ -348,6 +348,11 @@ def _compile_library(args: argparse.Namespace) -> int:
     )
     assert isinstance(compiled, CompiledFunction)
     print(f"wrote {output}: {compiled!r}".replace(str(compiled.library_path), output))
+    from graphfuse.runtime.c_api.naming import header_path
+
+    header = header_path(Path(output))
+    if header.is_file():
+        print(f"wrote {header}: the C interface (docs/c-api.md)")
     return 0
 
 
