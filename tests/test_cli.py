@@ -331,7 +331,7 @@ def test_cli_help_shows_the_defaults() -> None:
     assert "PTX ISA version (default: 8.0)" in text and "(default: 256)" in text
 
 
-TOSA_MODELS = ROOT / "tests" / "frontend" / "tosa" / "models"
+TOSA_MODELS = ROOT / "examples" / "tosa"
 
 
 def test_cli_import_tosa_prints_graph_ops():

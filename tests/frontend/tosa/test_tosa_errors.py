@@ -23,7 +23,7 @@ from graphfuse.parsing import GraphfuseError
 from tests.frontend.tosa import tosa_text as t
 
 ROOT = Path(__file__).resolve().parents[3]
-MODELS = Path(__file__).parent / "models"
+MODELS = Path(__file__).resolve().parents[3] / "examples" / "tosa"
 
 
 def _exp(typ: str) -> str:
