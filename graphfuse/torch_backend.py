@@ -40,25 +40,24 @@ class EagerFallbackWarning(UserWarning):
 
 def _as_array(tensor: torch.Tensor) -> Array:
     """The tensor's memory as a NumPy array (copied only when not contiguous)."""
-    if tensor.requires_grad:
-        tensor = tensor.detach()
-    if not tensor.is_contiguous():
-        tensor = tensor.contiguous()
+    if tensor.requires_grad or not tensor.is_contiguous():
+        tensor = tensor.detach().contiguous()
     return tensor.numpy()
 
 
 def _kernel(name: str, function: Callable[..., object], returns_tuple: bool) -> Compiled:
     """A plain function calling the compiled `function` on tensors, named `name` for fx's
-    generated code. It is on every call's path, so it does no more than convert."""
+    generated code. It is on every call's path, so it does no more than convert: the
+    arrays share the tensors' memory both ways."""
     # The compiled function returns a tuple exactly when the partition does.
     several = cast(Callable[..., tuple[Array, ...]], function)
     one = cast(Callable[..., Array], function)
 
     def tuple_kernel(*tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        return tuple(map(from_numpy, several(*map(_as_array, tensors))))
+        return tuple([from_numpy(r) for r in several(*[_as_array(t) for t in tensors])])
 
     def kernel(*tensors: torch.Tensor) -> torch.Tensor:
-        return from_numpy(one(*map(_as_array, tensors)))
+        return from_numpy(one(*[_as_array(t) for t in tensors]))
 
     chosen = tuple_kernel if returns_tuple else kernel
     chosen.__name__ = chosen.__qualname__ = name
@@ -119,7 +118,9 @@ class GraphfuseBackend:
         self.eager += graph.eager
         for partition in graph.partitions:
             self._compile(graph, partition)
-        return graph.finish()
+        # Its forward, not the module: a module's __call__ costs more than the rest of a
+        # small graph's wrapping (hooks, the error handler of fx's generated code).
+        return graph.finish().forward
 
     def _compile(self, graph: SplitGraph, partition: Partition) -> None:
         """Replace the call of one partition by its graphfuse kernel (on failure, warn and

@@ -86,8 +86,11 @@ class SplitGraph:
         self.module.delete_submodule(partition.name)
 
     def finish(self) -> torch.fx.GraphModule:
-        """The graph module with every install done, its code generated again."""
-        self.module.recompile()
+        """The graph module with every install done, its code generated again (now: its
+        `forward` may be called directly, without the module's `__call__`)."""
+        # GraphModule's own recompile: a lazy graph module's (Dynamo makes those) defers
+        # the code to the first call, through a `forward` that goes back to `__call__`.
+        torch.fx.GraphModule.recompile(self.module)
         return self.module
 
 
