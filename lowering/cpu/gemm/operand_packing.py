@@ -96,11 +96,18 @@ class OperandPacker:
         panel, lane, k. `local`: the panels go to Bp[slot][p - span[0]] (a task's own
         slot), not Bp[slot][p]."""
         self._first_stored = span[0] if local else None
+        nr, n = self.plan.nr, self.found.n
         first: SSAValue | None = span[0]
         if self.plan.b_rows is not None or self.plan.b_transposed is not None:
             first = self._pack_full_panels(em, slot, span, batch)
-        if first is not None:
-            self._pack_b_points(em, slot, (first, span[1]), dict(batch))
+        elif n % nr:
+            full = em.index(n // nr)
+            self._pack_b_points(em, slot, (span[0], em.emit(arith.MinUIOp(span[1], full))), batch)
+            first = em.emit(arith.MaxUIOp(span[0], full))
+        if first is not None and n % nr:
+            self._pack_last_panel(em, slot, (first, span[1]), batch)
+        elif first is not None:
+            self._pack_b_points(em, slot, (first, span[1]), batch)
         self._first_stored = None
         if self.plan.dot_columns:
             ends = em.emit(arith.CmpiOp(span[1], em.index(self.plan.panels), "eq"))
@@ -149,16 +156,43 @@ class OperandPacker:
             return None
         return em.emit(arith.MaxUIOp(first, full))
 
-    def _pack_b_points(self, em: GemmBuilder, slot: SSAValue, span: Span, mapping: Mapping) -> None:
-        """`pack_b_panels` element by element."""
+    def _pack_last_panel(self, em: GemmBuilder, slot: SSAValue, span: Span, batch: Mapping) -> None:
+        """The last panel (past N; `span` holds it or nothing): only the columns its tiles
+        read (`last_panel_vectors` vectors; the dot columns have their own panel), full
+        blocks of 8 real columns by transposes where the full panels take them, the rest
+        point by point. (A 7x7 layer's N = 49 is a panel of 32 and one of 17: its tiles
+        read 16 columns and one dot column, not 32.)"""
+        plan = self.plan
+        width = plan.last_panel_vectors * plan.lanes
+        real = plan.last_columns - plan.dot_columns
+        lane = 0
+        if plan.b_transposed is not None and real >= BLOCK and width:
+            blocks = real // BLOCK
+            self._pack_b_transposed(em, slot, span, dict(batch), plan.b_transposed, blocks)
+            lane = blocks * BLOCK
+        if lane < width:
+            self._pack_b_points(em, slot, span, batch, (lane, width))
+
+    def _pack_b_points(
+        self,
+        em: GemmBuilder,
+        slot: SSAValue,
+        span: Span,
+        batch: Mapping,
+        lanes: tuple[int, int] | None = None,
+    ) -> None:
+        """`pack_b_panels` element by element, for the panels of `span` and their lanes
+        `lanes` (all of them by default)."""
         found, nr = self.found, self.plan.nr
+        mapping = dict(batch)
+        first_lane, end_lane = lanes if lanes is not None else (0, nr)
         k: SSAValue | None = None
         outer: GemmBuilder = em
         reduction: Mapping = {}
         if self.plan.b_columns_fastest:
             outer, reduction, k = self._over_reduction(em)
         _, panels = outer.loop(*span)
-        _, lane = panels.loop(panels.index(0), panels.index(nr))
+        _, lane = panels.loop(panels.index(first_lane), panels.index(end_lane))
         p, c = panels.block.args[0], lane.block.args[0]
         column = lane.emit(arith.AddiOp(lane.emit(arith.MuliOp(p, lane.index(nr))), c))
         clamped = column
@@ -198,13 +232,14 @@ class OperandPacker:
         return inner, mapping, linear
 
     def _panel_parts(
-        self, em: GemmBuilder, panels: Span, width: int
+        self, em: GemmBuilder, panels: Span, width: int, parts: int | None = None
     ) -> tuple[GemmBuilder, SSAValue, SSAValue, SSAValue]:
-        """Loops over the panels in `panels` and their parts of `width` columns; returns the
-        inner body, the panel, the part's first lane in the panel and its first column."""
+        """Loops over the panels in `panels` and their first `parts` parts (all by default)
+        of `width` columns; returns the inner body, the panel, the part's first lane in the
+        panel and its first column."""
         nr = self.plan.nr
         _, panel = em.loop(*panels)
-        _, part = panel.loop(panel.index(0), panel.index(nr // width))
+        _, part = panel.loop(panel.index(0), panel.index(parts or nr // width))
         p, h = panel.block.args[0], part.block.args[0]
         lane0 = part.emit(arith.MuliOp(h, part.index(width)))
         column0 = part.emit(arith.AddiOp(part.emit(arith.MuliOp(p, part.index(nr))), lane0))
@@ -235,7 +270,13 @@ class OperandPacker:
         part.end_loops(em)
 
     def _pack_b_transposed(
-        self, em: GemmBuilder, slot: SSAValue, panels: Span, mapping: Mapping, run: TransposedRun
+        self,
+        em: GemmBuilder,
+        slot: SSAValue,
+        panels: Span,
+        mapping: Mapping,
+        run: TransposedRun,
+        blocks: int | None = None,
     ) -> None:
         """Full panels of a channels-last B (`transposed_pack`): per panel, half panel of 8
         columns, outer reduction index and block of 8 of the run's floats, 8 vector loads,
@@ -244,7 +285,7 @@ class OperandPacker:
         source = load.buffer
         if run.dims == 2:
             source = em.emit(collapsed_source(RowRun(load, 2))[0])
-        half, p, lane0, base = self._panel_parts(em, panels, BLOCK)
+        half, p, lane0, base = self._panel_parts(em, panels, BLOCK, blocks)
         args = found.reduce.body.block.args
         outer = len(args) - run.dims
         inner, reduction, linear = self._over_reduction(half, outer)
