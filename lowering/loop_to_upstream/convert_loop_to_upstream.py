@@ -188,7 +188,7 @@ def _allow_contract(element: SSAValue, reduce: loop.ReduceOp) -> None:
     product = element.owner
     if reduce.kind.data != loop.ReduceKind.ADD or not isinstance(product, arith.MulfOp):
         return
-    flags = product.fastmath.data if product.fastmath is not None else ()
+    flags = product.fastmath.data
     if FastMathFlag.ALLOW_CONTRACT not in flags:
         product.fastmath = arith.FastMathFlagsAttr((*flags, FastMathFlag.ALLOW_CONTRACT))
 
