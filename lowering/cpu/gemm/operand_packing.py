@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, VectorType
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder, Mapping
+from graphfuse.lowering.cpu.gemm.panel_loops import PanelLoops, Span
 from graphfuse.lowering.cpu.gemm.row_panels import RowRun, collapsed_source
 from graphfuse.lowering.cpu.gemm.tile_plan import TilePlan
 from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, TransposedRun, transpose8
@@ -26,18 +27,14 @@ PACK_PANELS = 16
 """Panels of B packed by one task: rows of B are read in runs of 256 floats."""
 _BLOCK_VEC = VectorType(f32, [BLOCK])
 
-Span = tuple[SSAValue, SSAValue]
 
-
-class OperandPacker:
+class OperandPacker(PanelLoops):
     """Emits the packing of A into `packed_a` and of B into `packed_b` as `plan` says."""
 
     def __init__(self, plan: TilePlan, packed_a: SSAValue | None, packed_b: SSAValue):
-        self.plan = plan
-        self.found = plan.found
+        super().__init__(plan)
         self.packed_a = packed_a
         self.packed_b = packed_b
-        self._first_stored: SSAValue | None = None
 
     def batch(self, em: GemmBuilder, point: SSAValue) -> Mapping:
         """The batch indices of batch point `point`."""
@@ -133,12 +130,6 @@ class OperandPacker:
         inner.add(memref.StoreOp.get(value, flat, [slot, inner.index(plan.dot_panel), at]))
         inner.end_loops(em)
 
-    def _stored_panel(self, em: GemmBuilder, panel: SSAValue) -> SSAValue:
-        """Where panel `panel` goes in its slot of Bp (see `pack_b_panels`'s `local`)."""
-        if self._first_stored is None:
-            return panel
-        return em.emit(arith.SubiOp(panel, self._first_stored))
-
     def _pack_full_panels(
         self, em: GemmBuilder, slot: SSAValue, span: Span, mapping: Mapping
     ) -> SSAValue | None:
@@ -211,39 +202,6 @@ class OperandPacker:
         stored = self._stored_panel(last, p)
         last.add(memref.StoreOp.get(value, self.packed_b, [slot, stored, k, c]))
         last.end_loops(em)
-
-    def _over_reduction(
-        self, em: GemmBuilder, leading: int | None = None
-    ) -> tuple[GemmBuilder, Mapping, SSAValue]:
-        """Loops over the reduction's own dimensions (the first `leading` of them, or all;
-        no divisions per element); returns the innermost body, the reduction's indices
-        there and their linear position."""
-        reduce = self.found.reduce
-        mapping: Mapping = {}
-        linear: SSAValue = em.index(0)
-        inner = em
-        for arg, extent in zip(
-            reduce.body.block.args[:leading], reduce.shape[:leading], strict=True
-        ):
-            _, inner = inner.loop(inner.index(0), inner.index(extent))
-            mapping[arg] = inner.block.args[0]
-            scaled = inner.emit(arith.MuliOp(linear, inner.index(extent)))
-            linear = inner.emit(arith.AddiOp(scaled, inner.block.args[0]))
-        return inner, mapping, linear
-
-    def _panel_parts(
-        self, em: GemmBuilder, panels: Span, width: int, parts: int | None = None
-    ) -> tuple[GemmBuilder, SSAValue, SSAValue, SSAValue]:
-        """Loops over the panels in `panels` and their first `parts` parts (all by default)
-        of `width` columns; returns the inner body, the panel, the part's first lane in the
-        panel and its first column."""
-        nr = self.plan.nr
-        _, panel = em.loop(*panels)
-        _, part = panel.loop(panel.index(0), panel.index(parts or nr // width))
-        p, h = panel.block.args[0], part.block.args[0]
-        lane0 = part.emit(arith.MuliOp(h, part.index(width)))
-        column0 = part.emit(arith.AddiOp(part.emit(arith.MuliOp(p, part.index(nr))), lane0))
-        return part, p, lane0, column0
 
     def _pack_b_rows(
         self, em: GemmBuilder, slot: SSAValue, panels: Span, mapping: Mapping, run: RowRun
