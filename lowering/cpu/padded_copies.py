@@ -5,9 +5,9 @@ out (NCHW with padded rows for a depthwise convolution, NHWC for the others): on
 the padded shape that clamps each padded index into the source, loads, and selects zero
 outside. The clamped index is not affine, so LLVM leaves the nest scalar, one float per
 iteration with its compares and select: 63% of a depthwise 3x3 [1,144,56,56] kernel. Here
-such a nest becomes a nest storing zeros over the padded shape (a vectorised fill) and one
-over the source's extents that copies the interior, indexed by plain offsets (vectorised
-along the rows where the copy keeps their order).
+such a nest becomes nests storing zeros over the padding (vectorised fills of the border
+slabs) and one over the source's extents that copies the interior, indexed by plain
+offsets (vectorised along the rows where the copy keeps their order).
 
 The nest taken: one load whose indices are nest indices, constants or clamps
 `min(max(i + c, 0), E - 1)` (c = 0: `min(max(i, 0), E - 1)`) of a nest index i, a select
@@ -154,11 +154,46 @@ def _match(nest: loop.ParallelOp) -> _PaddedCopy | None:
     return _PaddedCopy(nest, load, store, clamps, select.rhs)
 
 
-def _fill(found: _PaddedCopy) -> loop.ParallelOp:
-    nest = loop.ParallelOp(found.nest.shape)
+def _border_fills(found: _PaddedCopy) -> list[loop.ParallelOp]:
+    """Nests storing zeros over the padding alone: for each padded dimension in order, the
+    slabs before and after its interior, spanning the interior of the padded dimensions
+    before it and all of those after (the interior is the copy's: writing it twice cost a
+    pass over the whole padded buffer)."""
+    fills: list[loop.ParallelOp] = []
+    padded = sorted(found.clamps)
+    for position, d in enumerate(padded):
+        clamp = found.clamps[d]
+        before, inside = -clamp.offset, clamp.extent
+        after = found.nest.shape[d] - before - inside
+        for extent, start in ((before, 0), (after, before + inside)):
+            if extent > 0:
+                fills.append(_slab(found, padded[:position], d, extent, start))
+    return fills
+
+
+def _slab(
+    found: _PaddedCopy, interior: list[int], d: int, extent: int, start: int
+) -> loop.ParallelOp:
+    """A nest storing zeros at `start` + [0, `extent`) along `d`, over the interior of the
+    dimensions `interior` and all of the others."""
+    shape = list(found.nest.shape)
+    shape[d] = extent
+    offsets = {d: start}
+    for e in interior:
+        shape[e] = found.clamps[e].extent
+        offsets[e] = -found.clamps[e].offset
+    nest = loop.ParallelOp(shape)
     block = nest.body.block
-    at = _at(found, list(block.args))
-    block.add_op(loop.StoreOp(found.zero, found.store.buffer, at))
+    indices: list[SSAValue] = []
+    for e, index in enumerate(block.args):
+        if offsets.get(e, 0):
+            offset = arith.ConstantOp(IntegerAttr(offsets[e], IndexType()))
+            shifted = arith.AddiOp(index, offset.result)
+            block.add_ops([offset, shifted])
+            indices.append(shifted.result)
+        else:
+            indices.append(index)
+    block.add_op(loop.StoreOp(found.zero, found.store.buffer, _at(found, indices)))
     block.add_op(loop.YieldOp())
     return nest
 
@@ -208,7 +243,8 @@ def split_padded_copies(kernel: loop.KernelOp) -> None:
             continue
         parent = nest.parent_block()
         assert parent is not None
-        parent.insert_op_before(_fill(found), nest)
+        for fill in _border_fills(found):
+            parent.insert_op_before(fill, nest)
         parent.insert_op_before(_interior(found), nest)
         nest.detach()
         nest.erase()

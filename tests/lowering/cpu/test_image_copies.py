@@ -29,15 +29,18 @@ def _planes(kernel: loop.KernelOp) -> list[loop.ParallelOp]:
 def test_wide_depthwise_runs_plane_by_plane(
     case: tuple[int, int, int, int, int, int, str], threads: int
 ) -> None:
-    """One top-level nest over [N, C, 1] holding the fill, the copy and the convolution
-    (three nests over a plane, in that order); same results."""
+    """One top-level nest over [N, C, 1] holding the border fills, the interior copy and
+    the convolution (nests over a plane, in that order); same results."""
     text = _conv(*case)
     kernel = _tiled(text)
     nests = _planes(kernel)
     assert len(nests) == 1 and nests[0].shape == (case[0], case[1], 1)
     inner = [op for op in nests[0].body.block.ops if isinstance(op, loop.ParallelOp)]
-    assert len(inner) == 3
-    assert any(isinstance(op, loop.ReduceOp) for op in inner[2].walk())
+    padded_sides = 4 if case[5] > 0 else 2  # (top, bottom, left, right) or (bottom, right)
+    assert len(inner) == padded_sides + 2
+    assert [any(isinstance(op, loop.ReduceOp) for op in n.walk()) for n in inner] == [False] * (
+        padded_sides + 1
+    ) + [True]
     compile_and_compare(parse_text(text, "dw"), options=CompileOptions(threads=threads))
 
 
