@@ -54,6 +54,25 @@ func.func @row_of_7(%x: memref<9xf32>, %y: memref<7xf32>) {
 
 // -----
 
+// A padded copy's interior row of 14: stored one column along (past the left padding),
+// still one unit-stride run: a masked vector too.
+// CHECK-LABEL: func.func @padded_row_copy(
+// CHECK:       memref.store
+// CHECK-NEXT:  } {loop_annotation = #llvm.loop_annotation<vectorize = #llvm.loop_vectorize<disable = false, predicateEnable = true, width = 8 : i32>>}
+func.func @padded_row_copy(%x: memref<14xf32>, %p: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c14 = arith.constant 14 : index
+  scf.for %j = %c0 to %c14 step %c1 {
+    %v = memref.load %x[%j] : memref<14xf32>
+    %j1 = arith.addi %j, %c1 : index
+    memref.store %v, %p[%j1] : memref<16xf32>
+  }
+  func.return
+}
+
+// -----
+
 // Left alone: a stride-2 read (masked interleaved loads were slower), a clamped read (the
 // padding copy's), a store across rows, whole vectors (16), a long row (40), a short one (4).
 // CHECK-LABEL: func.func @not_annotated(

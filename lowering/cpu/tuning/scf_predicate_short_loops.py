@@ -8,10 +8,10 @@ with the tail folded into masked iterations (`llvm.loop.vectorize.predicate.enab
 AVX2's vmaskmovps), and no unrolling of loops of at most `lanes` iterations, runs a row of
 14 as two vectors and a row of 7 as one. Annotated (loop_annotations.LoopAnnotation):
 `scf.for` loops not already annotated, with a constant trip count T, lanes / 2 < T <
-4 * lanes and T not a multiple of lanes, scalar throughout, storing with the loop's index
-as the last index, and whose every load and store has the loop's index, if anywhere, only
-in its last index, as the index plus terms that do not depend on it (unit stride: masked
-strided loads were slower).
+4 * lanes and T not a multiple of lanes, scalar throughout, storing along the loop's index
+(a padded copy's rows store at the index plus the padding), and whose every load and store
+has the loop's index, if anywhere, only in its last index, as the index plus terms that do
+not depend on it (unit stride: masked strided loads were slower).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def _unit_stride(value: SSAValue, index: SSAValue, seen: dict[SSAValue, bool]) -
 
 
 def _contiguous_scalar_body(loop: scf.ForOp) -> bool:
-    """Scalar, every access unit-stride in its last index only, and a store at the index."""
+    """Scalar, every access unit-stride in its last index only, and a store along the index
+    (at it or shifted: a padded copy's interior rows)."""
     index = loop.body.block.args[0]
     seen: dict[SSAValue, bool] = {}
     stores_at_index = False
@@ -79,7 +80,7 @@ def _contiguous_scalar_body(loop: scf.ForOp) -> bool:
             return False
         if _depends(last, index, seen) and not _unit_stride(last, index, seen):
             return False
-        stores_at_index |= isinstance(op, memref.StoreOp) and last == index
+        stores_at_index |= isinstance(op, memref.StoreOp) and _depends(last, index, seen)
     return stores_at_index
 
 
