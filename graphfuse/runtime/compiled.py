@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ctypes
 import tempfile
-import threading
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -237,31 +236,67 @@ class CompiledFunction(ArrayFunction):
 
 
 class _CInterfaceCall:
-    """An entry called through a library's C interface, with a context of its own (the
-    library's scratch for this function)."""
+    """An entry called through a library's C interface. A context (the library's scratch
+    for this function) serves one call at a time: calls at once from several threads take
+    one each from a pool, made when none is free and kept for the next calls."""
 
     def __init__(self, library: ctypes.CDLL, entry: CEntry, path: Path):
-        create = getattr(library, f"{entry.symbol}_create")
-        create.restype, create.argtypes = ctypes.c_void_p, []
-        destroy = getattr(library, f"{entry.symbol}_destroy")
-        destroy.restype, destroy.argtypes = None, [ctypes.c_void_p]
+        self._create = getattr(library, f"{entry.symbol}_create")
+        self._create.restype, self._create.argtypes = ctypes.c_void_p, []
+        self._destroy = getattr(library, f"{entry.symbol}_destroy")
+        self._destroy.restype, self._destroy.argtypes = None, [ctypes.c_void_p]
         self._run = getattr(library, f"{entry.symbol}_run_packed")
         self._run.restype, self._run.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]
-        self._context: int | None = create()
-        if not self._context:
-            _, size = entry.scratch_offsets()
-            raise MemoryError(f"{path}: no memory for @{entry.function}'s scratch ({size} bytes)")
-        weakref.finalize(self, destroy, self._context)
+        self._entry, self._path = entry, path
         self._pointers = ctypes.c_void_p * (len(entry.inputs) + len(entry.outputs))
+        self._free: list[int] = [self._context()]
+
+    def _context(self) -> int:
+        context: int | None = self._create()
+        if not context:
+            _, size = self._entry.scratch_offsets()
+            raise MemoryError(
+                f"{self._path}: no memory for @{self._entry.function}'s scratch ({size} bytes)"
+            )
+        weakref.finalize(self, self._destroy, context)
+        return context
 
     def __call__(self, buffers: Sequence[Array]) -> None:
-        status = self._run(self._context, self._pointers(*(b.ctypes.data for b in buffers)))
-        assert status == 0, f"the C interface returned status {status}"
+        # list.pop and append are atomic: each call at once gets a context of its own.
+        context = self._free.pop() if self._free else self._context()
+        try:
+            status = self._run(context, self._pointers(*(b.ctypes.data for b in buffers)))
+        finally:
+            self._free.append(context)
+        if status != 0:
+            raise MemoryError(f"{self._path}: @{self._entry.function} returned status {status}")
+
+
+class _Arguments:
+    """One call's worth of what a packed (or plain) entry takes: descriptors of the
+    passed buffers (re-pointed per call: every call passes C-contiguous arrays of the
+    signature's shapes) and scratch buffers with their descriptors, kept for later calls."""
+
+    def __init__(self, call: _DescriptorCall, buffers: Sequence[Array]):
+        # Zeroed (calloc: pages are only touched when used): loop-tile-matmul's "constant
+        # operand packed" flags must start at 0.
+        self.scratch = [
+            np.zeros(t.get_shape(), memref_abi.storage_dtype(t.get_element_type()))
+            for t in call.scratch
+        ]
+        self.descriptors: list[Any] = [memref_abi.descriptor(b) for b in (*buffers, *self.scratch)]
+        self.passed = self.descriptors[: len(buffers)]
+        self.packed = (ctypes.c_void_p * len(self.descriptors))(
+            *(ctypes.addressof(d) for d in self.descriptors)
+        )
+        self.plain = [ctypes.byref(d) for d in self.descriptors]
 
 
 class _DescriptorCall:
     """An entry called with memref descriptors (a library built for this process), its
-    scratch buffers allocated here."""
+    scratch buffers allocated here: one set per call running at once (a pool, as
+    `_CInterfaceCall`'s contexts), built on first use and kept (a model has hundreds of
+    scratch buffers: docs/decisions.md)."""
 
     def __init__(
         self,
@@ -274,49 +309,27 @@ class _DescriptorCall:
         self._packed = _symbol(library, packed_name(name))
         self._function = _symbol(library, f"_mlir_ciface_{name}")
         assert self._function is not None, f"{path} has no @{name}"
-        # Zeroed (calloc: pages are only touched when used): loop-tile-matmul's "constant
-        # operand packed" flags must start at 0.
-        self._scratch = [
-            np.zeros(t.get_shape(), memref_abi.storage_dtype(t.get_element_type())) for t in scratch
-        ]
-        # Built once: a model has hundreds of scratch buffers (docs/decisions.md).
-        self._scratch_descriptors = [memref_abi.descriptor(b) for b in self._scratch]
-        self._scratch_pointers = [ctypes.byref(d) for d in self._scratch_descriptors]
-        self._passed = passed
-        self._local = threading.local()
-        # The packed entry's argument array, scratch part filled: a call copies it (calls
-        # may run in several threads at once).
-        self._arguments = (ctypes.c_void_p * (passed + len(scratch)))()
-        self._arguments[passed:] = [ctypes.addressof(d) for d in self._scratch_descriptors]
-        if self._packed is None and len(self._arguments) > CTYPES_MAX_ARGUMENTS:
+        self.scratch = list(scratch)
+        self._free: list[_Arguments] = []
+        if self._packed is None and passed + len(scratch) > CTYPES_MAX_ARGUMENTS:
             raise ArgumentError(
-                f"@{name} takes {len(self._arguments)} buffers, more than ctypes passes "
+                f"@{name} takes {passed + len(scratch)} buffers, more than ctypes passes "
                 f"({CTYPES_MAX_ARGUMENTS}), and {path} has no {packed_name(name)}"
             )
 
     def __call__(self, buffers: Sequence[Array]) -> None:
-        # A thread's descriptors are built on its first call and reused: every call passes
-        # C-contiguous arrays of the signature's shapes, so only the data pointers change.
-        # (Calls may run in several threads at once: each has its own.)
-        state: tuple[list[Any], Any] | None = getattr(self._local, "state", None)
-        if state is None:
-            descriptors: list[Any] = [memref_abi.descriptor(b) for b in buffers]
+        arguments = self._free.pop() if self._free else _Arguments(self, buffers)
+        try:
+            for descriptor, buffer in zip(arguments.passed, buffers, strict=True):
+                pointer = buffer.ctypes.data
+                descriptor.allocated = pointer
+                descriptor.aligned = pointer
             if self._packed is not None:
-                arguments = type(self._arguments).from_buffer_copy(self._arguments)
-                arguments[: self._passed] = [ctypes.addressof(d) for d in descriptors]
-                state = (descriptors, arguments)
+                self._packed(arguments.packed)
             else:
-                state = (descriptors, [ctypes.byref(d) for d in descriptors])
-            self._local.state = state
-        descriptors, arguments = state
-        for descriptor, buffer in zip(descriptors, buffers, strict=True):
-            pointer = buffer.ctypes.data
-            descriptor.allocated = pointer
-            descriptor.aligned = pointer
-        if self._packed is not None:
-            self._packed(arguments)
-        else:
-            self._function(*arguments, *self._scratch_pointers)
+                self._function(*arguments.plain)
+        finally:
+            self._free.append(arguments)
 
 
 def _symbol(library: ctypes.CDLL, name: str) -> Any:

@@ -459,3 +459,40 @@ func.func @main(%x: tensor<4xf32> {foo.bar = "x"}, %y: tensor<4xf32>) -> (tensor
     )
     x, y = np.arange(4, dtype=np.float32), np.ones(4, np.float32)
     np.testing.assert_array_equal(compiled(x, y), -(x + y))
+
+
+SCRATCHED = """
+func.func @main(%x: tensor<64x256xf32>, %w: tensor<256x256xf32>) -> tensor<64xf32> {
+  %0 = graph.matmul %x, %w : (tensor<64x256xf32>, tensor<256x256xf32>) -> tensor<64x256xf32>
+  %1 = graph.tanh %0 : tensor<64x256xf32>
+  %2 = graph.matmul %1, %w : (tensor<64x256xf32>, tensor<256x256xf32>) -> tensor<64x256xf32>
+  %3 = graph.reduce_sum %2 axes = [1] : tensor<64x256xf32> -> tensor<64xf32>
+  func.return %3 : tensor<64xf32>
+}"""
+
+
+@pytest.mark.parametrize("written", [False, True])
+def test_calls_at_once_from_several_threads_each_get_their_own_scratch(tmp_path, written):
+    """Kernels with intermediate buffers (scratch) and packed weights, called from four
+    threads at once with different inputs: every result right (each call running at once
+    takes its own scratch, or its own context of a written library)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from graphfuse.compiler import CompileOptions
+
+    output = tmp_path / "libs.so" if written else None
+    compiled = graphfuse.compile(parse(SCRATCHED), options=CompileOptions(threads=1), output=output)
+    assert compiled.scratch, "the case must have scratch buffers"
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((256, 256)) / 16).astype(np.float32)
+    inputs = [rng.standard_normal((64, 256)).astype(np.float32) for _ in range(4)]
+    expected = [(np.tanh(x @ w) @ w).sum(axis=1) for x in inputs]
+
+    def run(k: int) -> bool:
+        return all(
+            np.allclose(compiled(inputs[k], w), expected[k], rtol=1e-4, atol=1e-3)
+            for _ in range(40)
+        )
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(run, range(4)))
