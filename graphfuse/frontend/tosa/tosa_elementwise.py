@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from xdsl.dialects.builtin import AnyFloat, IntegerType
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import AnyFloat, BFloat16Type, IntegerType
+from xdsl.ir import Attribute, Operation
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects import graph
@@ -129,14 +129,58 @@ def _clamped(op: TosaOp, x: Value, low: float, high: float) -> Value:
 
 
 def _cast(op: TosaOp) -> list[Value]:
-    """Float to integer rounds to the nearest, halves to even (TOSA's rule, as MLIR's
-    tosa-to-linalg lowers it); graph.cast alone would truncate."""
+    """Float to integer as MLIR's tosa-to-linalg lowers it: round to the nearest, halves to
+    even (TOSA's rule), then saturate to the integer type's range (graph.cast alone would
+    truncate and wrap); see `_saturating_cast`."""
     b, x = op.builder, op.operands[0]
     target = op.result_element()
     source = element_of(x, "")
     if isinstance(source, AnyFloat) and isa(target, IntegerType) and target.bitwidth > 1:
-        x = b.unary(graph.RoundOp, x)
+        return [_saturating_cast(op, b.unary(graph.RoundOp, x), source, target)]
     return [b.cast(x, target)]
+
+
+def _float_format(source: Attribute) -> tuple[int, float]:
+    """Significand digits and largest finite value of a float type."""
+    if isinstance(source, BFloat16Type):
+        return 8, 2.0**128 * (1 - 2.0**-8)
+    info = np.finfo(numpy_dtype(source))
+    return int(info.nmant) + 1, float(info.max)
+
+
+def _saturating_cast(op: TosaOp, r: Value, source: Attribute, target: IntegerType) -> Value:
+    """The rounded `r` clamped into the integer range, in tosa-to-linalg's three cases:
+
+    - the integer range is exact in the float type (f32 -> i8/i16): clamp, then convert;
+      NaN gives 0 (tosa-to-linalg's fptosi of NaN is poison: no value to match);
+    - the float type reaches 2^(n-1) but cannot hold the integer maximum (f32 -> i32):
+      values >= 2^(n-1) give the maximum, NaN too (its unordered `uge` test);
+    - the float range is narrower than the integer's (f16 -> i32): +inf gives the maximum,
+      -inf and NaN the minimum (its two unordered `ueq` tests, in that order).
+
+    The clamps keep every converted value in range, so graph.cast is defined on all."""
+    b = op.builder
+    info = np.iinfo(numpy_dtype(target))
+    low, top = int(info.min), int(info.max) + 1  # both powers of two (or 0)
+    digits, largest = _float_format(source)
+    exact = top - 1 <= 2.0**digits and top <= largest
+    below_top = min(top * (1 - 2.0**-digits), largest)  # the largest float < 2^(n-1)
+    clamped = b.binary(graph.MinOp, r, b.constant_like(top - 1.0 if exact else below_top, r))
+    clamped = b.binary(graph.MaxOp, clamped, b.constant_like(max(float(low), -largest), r))
+    y = b.cast(clamped, target)
+    shape = op.result_shape()
+
+    def where(condition: Value, on_true: Value, on_false: int) -> Value:
+        known = np.full((1,) * len(shape), on_false, numpy_dtype(target))
+        return b.op(graph.SelectOp, [condition, on_true, known], shape, target)
+
+    if exact:
+        return where(b.compare("eq", r, r), y, 0)
+    bound = float(top) if top <= largest else np.inf
+    y = where(b.compare("lt", r, b.constant_like(bound, r)), y, top - 1)
+    if -largest > low:
+        y = where(b.compare("gt", r, b.constant_like(-np.inf, r)), y, low)
+    return y
 
 
 CONVERTERS: dict[str, Converter] = {

@@ -159,6 +159,48 @@ def test_tosa_cast_rounds_halves_to_even() -> None:
     np.testing.assert_array_equal(got, [-2, -2, 0, 0, 2, 2, 3, -3])
 
 
+_INF, _NAN = float("inf"), float("nan")
+# (source, target, NaN's result): tosa-to-linalg's three float -> integer lowerings.
+# Exact range (clamp, fptosi: NaN is poison there, 0 here); `uge 2^(n-1)` select (NaN is
+# the maximum); f16 -> i32, +-inf selects (NaN is the minimum).
+_SATURATING = [("f32", "i8", 0), ("f32", "i32", 2**31 - 1), ("f16", "i32", -(2**31))]
+
+
+def _saturated(x: np.ndarray, dtype: type[np.signedinteger], nan: int) -> np.ndarray:
+    info = np.iinfo(dtype)
+    wide = np.clip(np.rint(x.astype(np.float64)), info.min, info.max)
+    return np.where(np.isnan(wide), nan, wide).astype(dtype)
+
+
+def test_tosa_cast_float_to_int_saturates_like_tosa_to_linalg(tmp_path: Path) -> None:
+    """Out-of-range values clamp to the integer range (no wrap-around), after rounding
+    halves to even; checked compiled and in the reference interpreter."""
+    values = [200.0, -200.0, 127.4, -128.6, 3e9, -3e9, 6e4, 2.5, _INF, -_INF, _NAN]
+    n = len(values)
+    body = [
+        f"%y{i} = tosa.cast %arg{i} : (tensor<{n}x{s}>) -> tensor<{n}x{d}>"
+        for i, (s, d, _) in enumerate(_SATURATING)
+    ]
+    args = [f"tensor<{n}x{s}>" for s, _, _ in _SATURATING]
+    results = [f"tensor<{n}x{d}>" for _, d, _ in _SATURATING]
+    text = t.function("main", args, results, body, "%y0, %y1, %y2")
+    x32 = np.array(values, np.float32)
+    with np.errstate(over="ignore"):  # +-3e9 are +-inf in f16
+        arrays = [x32, x32, x32.astype(np.float16)]
+    dtypes = [np.int8, np.int32, np.int32]
+    pairs = zip(arrays, dtypes, _SATURATING, strict=True)
+    expected = [_saturated(a, d, case[2]) for a, d, case in pairs]
+    assert expected[0][0] == 127 and expected[1][4] == 2**31 - 1  # not -56, not wrapped
+    path = tmp_path / "cast.tosa.mlir"
+    path.write_text(text)
+    compiled = graphfuse.compile(path)(*arrays)
+    interpreted = reference.run(from_tosa(text, "cast.tosa.mlir"), "main", *arrays)
+    for got in (compiled, interpreted):
+        for actual, want in zip(got, expected, strict=True):
+            assert actual.dtype == want.dtype
+            np.testing.assert_array_equal(actual, want)
+
+
 def test_tosa_cast_to_bool_is_nonzero() -> None:
     x = np.array([0.0, 0.25, -3.0, 0.0], np.float32)
     typ = "tensor<4xf32>"
