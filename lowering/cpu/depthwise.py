@@ -27,6 +27,7 @@ from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from graphfuse.dialects import loop
+from graphfuse.lowering.cpu.channels_last_stores import store_through_transposes
 
 _CONTRACT = arith.FastMathFlagsAttr((FastMathFlag.ALLOW_CONTRACT,))
 _CHAINS = 4
@@ -226,7 +227,7 @@ def _fill(top: loop.ParallelOp, value: SSAValue, image: SSAValue) -> None:
     top.erase()
 
 
-def rewrite_depthwise(found: _Depthwise) -> None:
+def rewrite_depthwise(found: _Depthwise, threads: bool = False) -> None:
     """Replaces the nest of `found` by the channels-last copies and the channel-vectorised
     nest (see the module's doc); the copies are new scratch arguments of the kernel."""
     nest = found.nest
@@ -256,6 +257,7 @@ def rewrite_depthwise(found: _Depthwise) -> None:
     parent.insert_op_before(new, nest)
     nest.detach()
     nest.erase()
+    store_through_transposes(new, threads)
 
 
 def _taps(
@@ -322,9 +324,10 @@ def _is_zero(value: SSAValue) -> bool:
     return getattr(attr, "value", None) is not None and attr.value.data == 0  # type: ignore[attr-defined]
 
 
-def vectorise_depthwise(kernel: loop.KernelOp, lanes: int) -> None:
-    """Rewrites every top-level depthwise nest of `kernel` this module takes."""
+def vectorise_depthwise(kernel: loop.KernelOp, lanes: int, threads: bool = False) -> None:
+    """Rewrites every top-level depthwise nest of `kernel` this module takes (`threads`:
+    the NCHW stores' transposing loop may run on threads)."""
     for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
         found = match_depthwise(nest, lanes)
         if found is not None:
-            rewrite_depthwise(found)
+            rewrite_depthwise(found, threads)

@@ -121,7 +121,7 @@ class LoopTileMatmulPass(ModulePass):
             positions = constants.get(kernel.sym_name.data, set())
             split_reductions(kernel)
             split_padded_copies(kernel)
-            vectorise_depthwise(kernel, self.lanes)
+            vectorise_depthwise(kernel, self.lanes, self.threads)
             interleave_image_copies(kernel)
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
                 found = match_contraction(nest)

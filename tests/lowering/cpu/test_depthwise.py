@@ -122,3 +122,29 @@ def test_wide_rows_untouched(lanes: int) -> None:
     assert any(isinstance(op, loop.ReduceOp) for op in five.walk())
     wide = _tiled(_conv(1, 16, 20, 7, 1, 3, "relu6"), lanes)
     assert not any(isinstance(op, loop.ReduceOp) for op in wide.walk())
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(
+    "case",
+    [(2, 24, 7, 3, 1, 1, "relu6"), (1, 16, 20, 7, 1, 3, "silu"), (2, 40, 14, 3, 2, 1, "relu6")],
+    ids=["7x7 points, batch 2", "20x20 7x7 taps", "stride 2 to 7x7"],
+)
+def test_channels_last_results_reach_nchw_through_transposes(
+    case: tuple[int, int, int, int, int, int, str], threads: int
+) -> None:
+    """The channel-vectorised nest stores channels-last into scratch; one loop moves 8x8
+    blocks to the NCHW output (24 shuffles, vector stores into the output viewed as
+    [N, C, Ho x Wo]; the last block of 49 points overlaps the one before); same results."""
+    text = _conv(*case)
+    kernel = _tiled(text)
+    batch, channels = case[0], case[1]
+    out = (case[2] + 2 * case[5] - case[3]) // case[4] + 1
+    stores = [op for op in kernel.walk() if isinstance(op, loop.StoreOp)]
+    assert (batch, channels, out, out) not in [op.buffer.type.get_shape() for op in stores]
+    assert (batch, out, out, channels) in [op.buffer.type.get_shape() for op in stores]
+    shuffles = [op for op in kernel.walk() if op.name == "vector.shuffle"]
+    assert len(shuffles) == 24
+    view = f"memref<{batch}x{channels}x{out * out}xf32>"
+    assert any(op.name == "vector.store" and view in str(op) for op in kernel.walk())
+    compile_and_compare(parse_text(text, "dw"), options=CompileOptions(threads=threads))
