@@ -10,11 +10,13 @@ location as a short label for messages (`jit(f)/add at model.py:12`).
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-from jaxlib.mlir import ir
+from jaxlib.mlir import ir, passmanager
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
@@ -34,6 +36,8 @@ IrValue = ir.Value[Any]
 stablehlo: Any = importlib.import_module("jaxlib.mlir.dialects.stablehlo")
 """jaxlib's stablehlo dialect module (DotDimensionNumbers, ...): it ships no type stubs."""
 chlo: Any = importlib.import_module("jaxlib.mlir.dialects.chlo")
+arith: Any = importlib.import_module("jaxlib.mlir.dialects.arith")
+func: Any = importlib.import_module("jaxlib.mlir.dialects.func")
 
 ELEMENT_TYPES: dict[str, Attribute] = {
     "f32": Float32Type(),
@@ -140,14 +144,29 @@ def location_parts(location: ir.Location) -> tuple[str, str]:
     return _name_and_place(location)
 
 
+_OWN_CODE = {
+    str(Path(__file__).parents[2]) + os.sep,
+    str(Path(__file__).resolve().parents[2]) + os.sep,
+}
+"""graphfuse's package folder, as written and resolved: frames there are not the user's."""
+
+
+def _file_place(location: ir.FileLineColLoc) -> str:
+    """`file.py:12`, `line 4` for text without a file, '' in graphfuse's own files (from_jax's
+    frame: the place is its caller's)."""
+    if location.filename in ("-", ""):
+        return f"line {location.start_line}"
+    if any(location.filename.startswith(folder) for folder in _OWN_CODE):
+        return ""
+    return f"{location.filename}:{location.start_line}"
+
+
 def _name_and_place(location: ir.Location) -> tuple[str, str]:
     if type(location) is ir.Location:  # diagnostics give the base class: downcast
         untyped: Any = ir.Location  # the stub's `context` parameter names an unknown type
         location = untyped.from_attr(location.attr, location.context)
     if isinstance(location, ir.FileLineColLoc):
-        if location.filename in ("-", ""):
-            return "", f"line {location.start_line}"
-        return "", f"{location.filename}:{location.start_line}"
+        return "", _file_place(location)
     if isinstance(location, ir.NameLoc):
         _, place = _name_and_place(location.child_loc)
         return location.name_str, place
@@ -202,15 +221,44 @@ def dense_to_numpy(attr: ir.Attribute, what: str) -> Array:
     assert isinstance(typ, ir.ShapedType)
     shape = tuple(typ.shape)
     name = str(typ.element_type)
-    if name == "bf16":  # NumPy has no bf16: the values as float32, through the elements
-        values = [float(ir.FloatAttr(attr.get_splat_value()).value)] if attr.is_splat else None
-        if values is None:
-            values = [float(v) for v in ir.DenseFPElementsAttr(attr)]
-        return _shaped(np.array(values, np.float32), shape)
+    if name == "bf16":  # NumPy has no bf16: the values widened to float32, exactly
+        if attr.is_splat:
+            value = np.array([ir.FloatAttr(attr.get_splat_value()).value], np.float32)
+            return _shaped(value, shape)
+        bits = _bf16_bits(attr, typ).astype(np.uint32) << 16
+        return bits.view(np.float32).reshape(shape)
     if attr.is_splat:
         first = np.array(_single(attr), copy=True)
         return np.broadcast_to(first.reshape(-1)[:1].reshape(()), shape)
     return np.array(attr, copy=True).reshape(shape)
+
+
+def _bf16_bits(attr: ir.DenseElementsAttr, typ: ir.ShapedType) -> Array:
+    """The bits of a bf16 attribute's elements as a flat uint16 array.
+
+    jaxlib's bindings neither iterate bf16 elements nor expose them as a buffer, so MLIR
+    reinterprets them: `arith.bitcast` to i16 of the constant, folded by its canonicalizer
+    (DenseElementsAttr's own bitcast), gives an i16 attribute NumPy reads."""
+    tensor: Any = ir.RankedTensorType  # the stubs' `context` parameters name unknown types
+    integer: Any = ir.IntegerType
+    with unknown_location():
+        bits_type: ir.Type = tensor.get(list(typ.shape), integer.get_signless(16))
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            function = func.FuncOp("bits", ([], [bits_type]))
+            with ir.InsertionPoint(function.add_entry_block()):
+                constant = arith.ConstantOp(typ, attr)
+                func.ReturnOp([arith.BitcastOp(bits_type, constant.result).result])
+    passmanager.PassManager.parse("builtin.module(func.func(canonicalize))").run(module.operation)
+    returned = operands_of(list(ops_of(function.entry_block))[-1])[0]
+    folded: Any = returned.owner
+    if folded.name != "arith.constant":
+        raise StablehloImportError(f"MLIR did not fold the bits of the bf16 constant {typ}")
+    return (
+        np.array(ir.DenseIntElementsAttr(folded.attributes["value"]), copy=True)
+        .view(np.uint16)
+        .reshape(-1)
+    )
 
 
 def _single(attr: ir.DenseElementsAttr) -> Array:

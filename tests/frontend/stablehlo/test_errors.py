@@ -108,6 +108,31 @@ def test_stablehlo_complex_element_type_is_refused() -> None:
         from_jax(lambda x: x * 2, np.ones((3,), np.complex64))
 
 
+def test_stablehlo_constant_refused_names_the_users_line_not_graphfuses() -> None:
+    """A closure constant is placed where jit(f) was lowered: inside from_jax; the message
+    names the caller's line (this file), not graphfuse's own."""
+    with pytest.raises(GraphfuseError) as error:
+        from_jax(lambda x: x + jnp.array([1j, 2j, 3j], jnp.complex64).real, np.ones(3))
+    message = _one_line(error)
+    assert message.startswith("stablehlo.constant (jit(<lambda>) at "), message
+    assert f"{Path(__file__).name}:" in message and "graphfuse/frontend" not in message
+
+
+def test_stablehlo_internal_error_is_not_called_malformed_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bug in a converter (here a KeyError) surfaces as itself, with its traceback, not
+    as a one-line 'malformed op' blaming the verified input."""
+    from graphfuse.frontend.stablehlo import table
+
+    def broken(b: object, op: object) -> list[object]:
+        raise KeyError("internal")
+
+    monkeypatch.setitem(table.CONVERTERS, "stablehlo.maximum", broken)
+    with pytest.raises(KeyError, match="internal"):
+        from_stablehlo(TEXT)
+
+
 def test_stablehlo_unreadable_file_is_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "missing.stablehlo.mlir"
     with pytest.raises(GraphfuseError, match=r"missing\.stablehlo\.mlir: cannot read StableHLO"):

@@ -198,3 +198,21 @@ def test_stablehlo_bf16_matches_jax() -> None:
     got = compiled(x.astype(np.float32), w.astype(np.float32))
     expected = np.asarray(jax.jit(f)(x, w)).astype(np.float32)
     np.testing.assert_allclose(got, expected, rtol=2e-2, atol=2e-2)
+
+
+def test_stablehlo_bf16_constant_of_several_values_matches_jax() -> None:
+    """A non-splat bf16 constant (jaxlib's bindings cannot iterate bf16): its values read
+    exactly, NaN, infinity, the largest and the smallest normal bf16 included."""
+    import ml_dtypes
+
+    values = [1.5, -2.25, 3.140625, 3.3895e38, -np.inf, np.nan, 1.2e-38, -0.0]
+    table = np.array(values, np.float32).astype(ml_dtypes.bfloat16)
+
+    def f(x: Any) -> Any:
+        return (x * jnp.asarray(table)).astype(jnp.float32)
+
+    x = np.array([1, 2, 0.5, 1, 4, 1, 1, -1], np.float32).astype(ml_dtypes.bfloat16)
+    got = graphfuse.compile(graphfuse.from_jax(f, x))(x.astype(np.float32))
+    expected = np.asarray(jax.jit(f)(x))
+    assert expected[0] == 1.5 and np.isnan(expected[5]) and expected[6] > 0
+    np.testing.assert_array_equal(got, expected)
