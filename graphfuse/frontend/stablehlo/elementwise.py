@@ -146,10 +146,17 @@ def _composed_unary(b: HloBuilder, op: HloOp) -> list[Value]:
 
 @converts("stablehlo.round_nearest_afz")
 def _round_away(b: HloBuilder, op: HloOp) -> list[Value]:
-    """Halves away from zero: sign(x) * floor(|x| + 0.5)."""
+    """Halves away from zero, exactly: with a = |x| and f = floor(a), sign(x) * (a - f >= 0.5
+    ? f + 1 : f). Every step is exact in x's type (a - f is; f + 1 is, as a - f is 0 from
+    2^p / 2 on), where floor(|x| + 0.5) rounds the sum: 0.49999997 + 0.5 gives 1, and
+    8388609 + 0.5 gives 8388610. NaN and inf stay (a - f is NaN, the test false)."""
     x = op.operands[0]
-    half = b.binary(graph.AddOp, b.unary(graph.AbsOp, x), np.array(0.5))
-    return [b.binary(graph.MulOp, b.unary(graph.SignOp, x), b.unary(graph.FloorOp, half))]
+    a = b.unary(graph.AbsOp, x)
+    f = b.unary(graph.FloorOp, a)
+    up = b.compare("ge", b.binary(graph.SubOp, a, f), np.array(0.5))
+    next_up = b.binary(graph.AddOp, f, np.array(1.0))
+    rounded = b.op(graph.SelectOp, [up, next_up, f], shape_of(a), op.result_element())
+    return [b.binary(graph.MulOp, b.unary(graph.SignOp, x), rounded)]
 
 
 @converts("stablehlo.compare")

@@ -216,3 +216,18 @@ def test_stablehlo_bf16_constant_of_several_values_matches_jax() -> None:
     expected = np.asarray(jax.jit(f)(x))
     assert expected[0] == 1.5 and np.isnan(expected[5]) and expected[6] > 0
     np.testing.assert_array_equal(got, expected)
+
+
+def test_stablehlo_round_half_away_from_zero_is_exact_like_jax() -> None:
+    """lax.round (round_nearest_afz) next to .5 and past 2^23, where floor(|x| + 0.5) in
+    f32 rounds the sum (0.49999997 -> 1, 8388609 -> 8388610); in f32 and f16."""
+    edges = [0.49999997, -0.49999997, 8388609.0, -8388609.0, 0.5, -0.5, 2.5, -2.5, 1.4999999]
+    x = np.array([*edges, 3e38, np.inf, -np.inf, np.nan, -0.25, 0.0], np.float32)
+    h = np.array([0.49975586, 2049.0, -2049.0, 0.5, -1.5, 1023.5, np.nan], np.float16)
+    f = lambda a, b: (lax.round(a), lax.round(b))  # noqa: E731
+    expected = [np.asarray(e) for e in jax.jit(f)(x, h)]
+    assert expected[0][0] == 0 and expected[0][2] == 8388609 and expected[1][0] == 0
+    got = graphfuse.compile(graphfuse.from_jax(f, x, h))(x, h)
+    for actual, want in zip(got, expected, strict=True):
+        assert actual.dtype == want.dtype
+        np.testing.assert_array_equal(actual, want)
