@@ -110,7 +110,7 @@ def _consecutive_writers(buffer: SSAValue, before: Sequence[Operation]) -> list[
 
 def _fits(buffer: SSAValue, writers: list[loop.ParallelOp], reader: loop.ParallelOp) -> bool:
     nests = [*writers, reader]
-    if any(n.shape[:2] != reader.shape[:2] for n in nests):
+    if any(len(n.shape) < 3 or n.shape[:2] != reader.shape[:2] for n in nests):
         return False
     if reader.shape[0] * reader.shape[1] < 2:
         return False

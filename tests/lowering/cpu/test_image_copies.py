@@ -48,3 +48,21 @@ def test_narrow_rows_keep_the_channels_last_path() -> None:
     """7-wide rows at 16 lanes are vectorised across channels (depthwise.py) instead."""
     nests = _planes(_tiled(_conv(2, 24, 7, 3, 1, 1, "relu6")))
     assert nests[-1].shape == (2, 7, 7, 24)
+
+
+def test_one_dimensional_nests_reading_scratch_are_left_alone() -> None:
+    """A softmax over a vector: 1-D nests write and read the kernel's scratch (the row's
+    maximum and sum); no plane to fuse over, and the pass takes nothing (it once indexed
+    a second dimension such nests do not have)."""
+    v, s = "tensor<1000xf32>", "tensor<f32>"
+    text = f"""
+func.func @main(%x: {v}) -> {v} {{
+  %m = graph.reduce_max %x axes = [0] : {v} -> {s}
+  %d = graph.sub %x, %m : ({v}, {s}) -> {v}
+  %e = graph.exp %d : {v}
+  %t = graph.reduce_sum %e axes = [0] : {v} -> {s}
+  %y = graph.div %e, %t : ({v}, {s}) -> {v}
+  func.return %y : {v}
+}}
+"""
+    compile_and_compare(parse_text(text, "softmax"))
