@@ -112,10 +112,10 @@ def strided_slice(
     return b.op(graph.SliceOp, [x], sizes, starts=i64_array(starts), strides=i64_array(strides))
 
 
-def _pad(
+def pad_or_crop(
     b: Builder, x: Value, low: Sequence[int], high: Sequence[int], value: float = 0.0
 ) -> Value:
-    """Constant padding; a negative amount crops instead."""
+    """Constant padding; a negative amount crops instead (ONNX's and StableHLO's pad)."""
     shape = shape_of(x)
     crop_low = [max(-lo, 0) for lo in low]
     sizes = [d - cl - max(-hi, 0) for d, cl, hi in zip(shape, crop_low, high, strict=True)]
@@ -295,7 +295,7 @@ def _window_taps(b: Builder, x: Value, win: _Window, fill: float) -> list[Value]
     """For each kernel tap, the strided slice of the padded input it reads at every output
     position ([N, C, *out]); padding (and ceil_mode's reach) reads `fill`."""
     lead = list(shape_of(x)[:2])
-    padded = _pad(
+    padded = pad_or_crop(
         b,
         x,
         [0, 0, *win.begin],
@@ -357,7 +357,7 @@ def _conv_depth(b: Builder, x: Value, w: Value, win: _Window, groups: int) -> Va
         win.out[:depth],
         (0,) * depth,
     )
-    padded = _pad(b, x, [0, 0, *depth_win.begin, 0, 0], [0, 0, *depth_win.end, 0, 0])
+    padded = pad_or_crop(b, x, [0, 0, *depth_win.begin, 0, 0], [0, 0, *depth_win.end, 0, 0])
     taps = depth_win.taps()
     stacked: list[Value] = []
     for tap in taps:
@@ -448,7 +448,7 @@ def _zero_insert(b: Builder, x: Value, strides: Sequence[int]) -> Value:
         split += [size, 1] if s > 1 else [size]
         low += [0, 0] if s > 1 else [0]
         high += [0, s - 1] if s > 1 else [0]
-    spread = _pad(b, b.reshape(x, split), low, high)
+    spread = pad_or_crop(b, b.reshape(x, split), low, high)
     return b.reshape(
         spread, [*shape[:2], *(d * s for d, s in zip(shape[2:], strides, strict=True))]
     )
@@ -482,7 +482,8 @@ def _conv_transpose(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
         for k, d, hi, e, s in zip(kernel, dilations, end, extra, strides, strict=True)
     ]
     spread = _zero_insert(b, x, strides)
-    spread = _pad(b, spread, [0, 0, *(min(v, 0) for v in low)], [0, 0, *(min(v, 0) for v in high)])
+    crop_low, crop_high = [0, 0, *(min(v, 0) for v in low)], [0, 0, *(min(v, 0) for v in high)]
+    spread = pad_or_crop(b, spread, crop_low, crop_high)
     c, og = shape[1], w_shape[1]
     flipped = b.reshape(w, [groups, c // groups, og, *kernel])
     flipped = _transpose(b, flipped, [0, 2, 1, *range(3, 3 + n)])
@@ -716,7 +717,7 @@ def _lrn(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     bias = float(attrs.get("bias", 1.0))
     before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
     zeros = [0] * (len(shape) - 2)
-    squares = _pad(b, b.binary(graph.MulOp, x, x), [0, before, *zeros], [0, after, *zeros])
+    squares = pad_or_crop(b, b.binary(graph.MulOp, x, x), [0, before, *zeros], [0, after, *zeros])
     parts = [
         strided_slice(b, squares, [0, i, *zeros], shape, [1] * len(shape)) for i in range(size)
     ]
@@ -1014,7 +1015,7 @@ def _col2im(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
         raise b.fail(f"input {rules.format_shape(shape)} does not match the blocks {win.out}")
     n, c = shape[0], shape[1] // kernel_count
     columns = b.reshape(x, [n, c, kernel_count * shape[2]])
-    columns = _pad(b, columns, [0, 0, 0], [0, 0, 1])
+    columns = pad_or_crop(b, columns, [0, 0, 0], [0, 0, 1])
     table = _col2im_sources(image, win, win.out)
     parts = [_take(b, columns, table[:, t], 2) for t in range(table.shape[1])]
     return [b.reshape(_sum(b, parts), [n, c, *image])]
@@ -1286,7 +1287,7 @@ def _max_unpool(b: Builder, inputs: Inputs, attrs: Attrs) -> list[Value]:
     result = b.binary(graph.DivOp, total, b.binary(graph.MaxOp, matches, one))
     result = b.reshape(result, [*lead, *out])
     grow = [t - o for t, o in zip(target, out, strict=True)]
-    return [_pad(b, result, [0] * len(shape), [0, 0, *grow])]
+    return [pad_or_crop(b, result, [0] * len(shape), [0, 0, *grow])]
 
 
 # ---- sampling at computed positions: DeformConv, RoiAlign ---------------------------------

@@ -17,8 +17,8 @@ from xdsl.ir import SSAValue
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_rules as rules
 from graphfuse.dialects.graph.elements import numpy_dtype
-from graphfuse.frontend.onnx_builder import Value, f64_attr, i64_array, i64_attr, shape_of
-from graphfuse.frontend.onnx_nn import strided_slice
+from graphfuse.frontend.onnx_builder import Value, i64_attr, shape_of
+from graphfuse.frontend.onnx_nn import pad_or_crop, strided_slice
 from graphfuse.frontend.stablehlo.builder import HloBuilder, HloOp, is_known
 from graphfuse.frontend.stablehlo.reading import dense_to_numpy, stablehlo
 from graphfuse.frontend.stablehlo.table import converts
@@ -111,25 +111,6 @@ def interior_pad(b: HloBuilder, x: Value, interior: Sequence[int], fill: float) 
         shape[axis] -= count
         x = strided_slice(b, flat, [0] * len(shape), shape, [1] * len(shape))
     return x
-
-
-def pad_or_crop(
-    b: HloBuilder, x: Value, low: Sequence[int], high: Sequence[int], fill: float = 0.0
-) -> Value:
-    """Constant padding; a negative amount crops."""
-    shape = shape_of(x)
-    crop = [max(-lo, 0) for lo in low]
-    sizes = [d - c - max(-hi, 0) for d, c, hi in zip(shape, crop, high, strict=True)]
-    x = strided_slice(b, x, crop, sizes, [1] * len(shape))
-    low, high = [max(lo, 0) for lo in low], [max(hi, 0) for hi in high]
-    if not any(low) and not any(high):
-        return x
-    if is_known(x):
-        return np.pad(np.asarray(x), list(zip(low, high, strict=True)), constant_values=fill)
-    out = rules.pad_shape(shape_of(x), low, high)
-    return b.op(
-        graph.PadOp, [x], out, low=i64_array(low), high=i64_array(high), value=f64_attr(fill)
-    )
 
 
 @converts("stablehlo.pad")
