@@ -263,7 +263,10 @@ class _CInterfaceCall:
 
     def __call__(self, buffers: Sequence[Array]) -> None:
         # list.pop and append are atomic: each call at once gets a context of its own.
-        context = self._free.pop() if self._free else self._context()
+        try:
+            context = self._free.pop()
+        except IndexError:
+            context = self._context()
         try:
             status = self._run(context, self._pointers(*(b.ctypes.data for b in buffers)))
         finally:
@@ -318,7 +321,10 @@ class _DescriptorCall:
             )
 
     def __call__(self, buffers: Sequence[Array]) -> None:
-        arguments = self._free.pop() if self._free else _Arguments(self, buffers)
+        try:
+            arguments = self._free.pop()  # atomic: each call at once gets its own
+        except IndexError:
+            arguments = _Arguments(self, buffers)
         try:
             for descriptor, buffer in zip(arguments.passed, buffers, strict=True):
                 pointer = buffer.ctypes.data
