@@ -203,14 +203,17 @@ def _retarget_copies(found: _Depthwise, image: SSAValue) -> bool:
 
 def _is_fill(top: loop.ParallelOp, store: loop.StoreOp) -> bool:
     """`top` stores one value defined outside it at its own indices (a constant 0 for a
-    dimension of 1, as a batch of 1), and nothing else."""
+    dimension of 1, as a batch of 1) over the whole buffer, and nothing else. (A border
+    slab of padded_copies.py, at the top or left edge, stores at its own indices over
+    part of the buffer: it is moved to the channels-last copy like the other stores.)"""
     ops = list(top.body.block.ops)
     args = top.body.block.args
     own = len(store.indices) == len(args) and all(
         index is arg or (extent == 1 and _batch(index, arg, 1))
         for index, arg, extent in zip(store.indices, args, top.shape, strict=True)
     )
-    return len(ops) == 2 and own and _outside(store.value, top)
+    whole = tuple(top.shape) == _buffer_shape(store.buffer)
+    return len(ops) == 2 and own and whole and _outside(store.value, top)
 
 
 def _fill(top: loop.ParallelOp, value: SSAValue, image: SSAValue) -> None:

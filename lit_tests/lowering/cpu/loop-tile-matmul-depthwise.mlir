@@ -1,15 +1,14 @@
 // RUN: xdsl-opt %s -p 'loop-tile-matmul{lanes=16}' | filecheck %s
 
 // A depthwise 3x3 convolution (batch 1, 16 channels, 4x4 rows: narrower than half a
-// vector) with a bias: the padded copy's fill and interior copy write a channels-last
-// copy (the fill over its own shape, channels innermost), the weights are copied to
-// [1, 3, 3, C], and the convolution runs over [N, Ho, Wo, C] with its 9 taps unrolled
-// (no loop.reduce left), the bias added and stored at the NCHW output point.
+// vector) with a bias: the padded copy's border fills (top and bottom rows, left and right
+// columns) and interior copy write a channels-last copy instead, the weights are copied to
+// [1, 3, 3, C], and the convolution runs over [N, Ho, Wo, C] with its 9 taps unrolled (no
+// loop.reduce left), the bias added and stored channels-last into scratch; 8x8 transposes
+// (24 shuffles) move that to the NCHW output, viewed as [N, C, Ho x Wo].
 // CHECK:       loop.kernel @fused_conv2d_add
-// CHECK-NEXT:  ^bb0({{.*}}%[[PAD:[0-9]+]]: memref<1x16x6x6xf32>, %[[IMG:[0-9]+]]: memref<1x6x6x16xf32>, %[[WT:[0-9]+]]: memref<1x3x3x16xf32>)
-// CHECK:       loop.parallel [1, 6, 6, 16] {
-// CHECK-NEXT:  ^bb0(%[[N:.*]]: index, %[[H:.*]]: index, %[[W:.*]]: index, %[[C:.*]]: index):
-// CHECK-NEXT:    loop.store %{{.*}}, %[[IMG]][%[[N]], %[[H]], %[[W]], %[[C]]]
+// CHECK-NEXT:  ^bb0(%{{.*}}, %[[OUT:[0-9]+]]: memref<1x16x4x4xf32>, %[[PAD:[0-9]+]]: memref<1x16x6x6xf32>, %[[IMG:[0-9]+]]: memref<1x6x6x16xf32>, %[[WT:[0-9]+]]: memref<1x3x3x16xf32>, %[[CL:[0-9]+]]: memref<1x4x4x16xf32>)
+// CHECK-COUNT-4: loop.store %{{.*}}, %[[IMG]][
 // CHECK:       loop.parallel [1, 16, 4, 4] {
 // CHECK:         loop.store %{{.*}}, %[[IMG]][
 // CHECK:       loop.parallel [1, 3, 3, 16] {
@@ -18,7 +17,10 @@
 // CHECK-COUNT-9: loop.load %[[IMG]]
 // CHECK-NOT:   loop.reduce
 // CHECK:         arith.addf
-// CHECK:         loop.store
+// CHECK:         loop.store %{{.*}}, %[[CL]][
+// CHECK:       %[[FLAT:.*]] = memref.collapse_shape %[[OUT]] {{.*}} into memref<1x16x16xf32>
+// CHECK-COUNT-24: vector.shuffle
+// CHECK:       vector.store %{{.*}}, %[[FLAT]][
 // CHECK-NOT:   loop.reduce
 // CHECK-NOT:   %[[PAD]]
 // CHECK:       func.func @main
