@@ -44,6 +44,7 @@ from graphfuse.lowering.cpu.gemm.tile_plan import plan_tiling
 from graphfuse.lowering.cpu.image_copies import interleave_image_copies
 from graphfuse.lowering.cpu.lanes import DEFAULT_LANES
 from graphfuse.lowering.cpu.padded_copies import split_padded_copies
+from graphfuse.lowering.cpu.transposed_copies import transpose_copies
 
 Pack = Callable[[GemmBuilder], None]
 
@@ -123,6 +124,7 @@ class LoopTileMatmulPass(ModulePass):
             split_padded_copies(kernel)
             vectorise_depthwise(kernel, self.lanes, self.threads)
             interleave_image_copies(kernel)
+            transpose_copies(kernel, self.threads)
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
                 found = match_contraction(nest)
                 if found is not None:
