@@ -24,7 +24,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder
-from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, transpose8
+from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, block_start, transpose8
 
 _VEC = VectorType(f32, [BLOCK])
 
@@ -91,9 +91,8 @@ def store_through_transposes(nest: loop.ParallelOp, threads: bool) -> bool:
     def task(body: GemmBuilder, number: SSAValue) -> None:
         rest, block = body.divide(number, point_blocks)
         image, channel_block = body.divide(rest, channels // BLOCK)
-        first = body.emit(arith.MuliOp(block, body.index(BLOCK)))
-        first = body.emit(arith.MinUIOp(first, body.index(points - BLOCK)))
-        channel = body.emit(arith.MuliOp(channel_block, body.index(BLOCK)))
+        first = block_start(body, block, points)
+        channel = block_start(body, channel_block, channels)
         rows_: list[SSAValue] = []
         for i in range(BLOCK):
             point = body.emit(arith.AddiOp(first, body.index(i)))

@@ -26,7 +26,7 @@ from xdsl.ir import Attribute, Block, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder
-from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, transpose8
+from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, block_start, transpose8
 
 _VEC = VectorType(f32, [BLOCK])
 
@@ -134,9 +134,8 @@ def _rewrite(found: _Copy, threads: bool) -> None:
         image, rest = body.divide(number, per_image)
         rest, block = body.divide(rest, row_blocks)
         row, channel_block = body.divide(rest, channels // BLOCK)
-        first = body.emit(arith.MuliOp(block, body.index(BLOCK)))
-        first = body.emit(arith.MinUIOp(first, body.index(width - BLOCK)))
-        channel = body.emit(arith.MuliOp(channel_block, body.index(BLOCK)))
+        first = block_start(body, block, width)
+        channel = block_start(body, channel_block, channels)
         values: list[SSAValue] = []
         for j in range(BLOCK):
             at = body.emit(arith.AddiOp(channel, body.index(j)))

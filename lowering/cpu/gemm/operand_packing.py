@@ -20,7 +20,12 @@ from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder, Mapping
 from graphfuse.lowering.cpu.gemm.panel_loops import PanelLoops, Span
 from graphfuse.lowering.cpu.gemm.row_panels import RowRun, collapsed_source
 from graphfuse.lowering.cpu.gemm.tile_plan import TilePlan
-from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, TransposedRun, transpose8
+from graphfuse.lowering.cpu.gemm.transposed_pack import (
+    BLOCK,
+    TransposedRun,
+    block_start,
+    transpose8,
+)
 
 PACK_ROWS_PER_TASK = 64
 PACK_PANELS = 16
@@ -248,10 +253,7 @@ class OperandPacker(PanelLoops):
         outer = len(args) - run.dims
         inner, reduction, linear = self._over_reduction(half, outer)
         _, block = inner.loop(inner.index(0), inner.index(run.blocks))
-        # Blocks at 0, 8, ...; the last one ends at the run's end (see transposed_pack).
-        start = block.emit(arith.MuliOp(block.block.args[0], block.index(BLOCK)))
-        if run.length % BLOCK:
-            start = block.emit(arith.MinUIOp(start, block.index(run.length - BLOCK)))
+        start = block_start(block, block.block.args[0], run.length)
         for arg in args[outer:]:
             reduction[arg] = start if run.dims == 1 else block.index(0)
         first_k = block.emit(

@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import I64, DenseArrayBase, MemRefType, VectorType, f
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from graphfuse.dialects import loop
+from graphfuse.dialects.loop.emitter import BlockBuilder
 from graphfuse.lowering.cpu.gemm.contractions import Contraction, factor
 
 BLOCK = 8
@@ -96,6 +97,16 @@ def _kw_channel_run(found: Contraction, load: loop.LoadOp) -> TransposedRun | No
     if not _free_of(found, load, 2):
         return None
     return TransposedRun(load, 2, length)
+
+
+def block_start(builder: BlockBuilder, block: SSAValue, extent: int) -> SSAValue:
+    """Where 8-wide block number `block` of a run of `extent` (at least 8) starts: at
+    8 x `block`, the last one at `extent` - 8, overlapping the one before (which holds the
+    same values), so no run needs a masked tail."""
+    start = builder.emit(arith.MuliOp(block, builder.index(BLOCK)))
+    if extent % BLOCK == 0:
+        return start
+    return builder.emit(arith.MinUIOp(start, builder.index(extent - BLOCK)))
 
 
 def _mask(values: Sequence[int]) -> DenseArrayBase[I64]:
