@@ -18,15 +18,14 @@ from __future__ import annotations
 
 from typing import cast
 
-from xdsl.dialects import arith, memref, vector
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, VectorType, f32, i64
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, f32, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder
-from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, block_start, transpose8
-
-_VEC = VectorType(f32, [BLOCK])
+from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, block_start, transposed_block
+from graphfuse.lowering.cpu.nest_indices import own_index
 
 
 def _nchw_store(nest: loop.ParallelOp) -> loop.StoreOp | None:
@@ -40,7 +39,7 @@ def _nchw_store(nest: loop.ParallelOp) -> loop.StoreOp | None:
     indices = list(store.indices)
     if len(indices) != 4 or indices[1:] != [c, h, w]:
         return None
-    if indices[0] is not n and not (nest.shape[0] == 1 and _is_zero(indices[0])):
+    if not own_index(indices[0], n, nest.shape[0]):
         return None
     buffer = store.buffer
     typ = buffer.type
@@ -51,15 +50,6 @@ def _nchw_store(nest: loop.ParallelOp) -> loop.StoreOp | None:
     if any(isinstance(op, loop.LoadOp) and op.buffer is buffer for op in nest.walk()):
         return None
     return store
-
-
-def _is_zero(value: SSAValue) -> bool:
-    op = value.owner
-    return (
-        isinstance(op, arith.ConstantOp)
-        and isinstance(op.value, IntegerAttr)
-        and op.value.value.data == 0
-    )
 
 
 def store_through_transposes(nest: loop.ParallelOp, threads: bool) -> bool:
@@ -93,13 +83,13 @@ def store_through_transposes(nest: loop.ParallelOp, threads: bool) -> bool:
         image, channel_block = body.divide(rest, channels // BLOCK)
         first = block_start(body, block, points)
         channel = block_start(body, channel_block, channels)
-        rows_: list[SSAValue] = []
-        for i in range(BLOCK):
-            point = body.emit(arith.AddiOp(first, body.index(i)))
-            rows_.append(body.emit(vector.LoadOp(source, [image, point, channel], _VEC)))
-        for j, values in enumerate(transpose8(body.emit, rows_)):
-            at = body.emit(arith.AddiOp(channel, body.index(j)))
-            body.add(vector.StoreOp(values, target, [image, at, first]))
+        transposed_block(
+            body,
+            source,
+            lambda i: [image, body.emit(arith.AddiOp(first, body.index(i))), channel],
+            target,
+            lambda j: [image, body.emit(arith.AddiOp(channel, body.index(j))), first],
+        )
 
     em.parallel(count, threads, task)
     after = nest.next_op

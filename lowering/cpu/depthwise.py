@@ -28,6 +28,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.channels_last_stores import store_through_transposes
+from graphfuse.lowering.cpu.nest_indices import constant, own_index
 
 _CONTRACT = arith.FastMathFlagsAttr((FastMathFlag.ALLOW_CONTRACT,))
 _CHAINS = 4
@@ -109,7 +110,7 @@ def _loads(nest: loop.ParallelOp, reduce: loop.ReduceOp) -> tuple[loop.LoadOp, l
         shape = _buffer_shape(load.buffer)
         if shape is None or len(shape) != 4 or not _outside(load.buffer, nest):
             return None
-        if _batch(load.indices[0], n, nest.shape[0]) and load.indices[1] is c:
+        if own_index(load.indices[0], n, nest.shape[0]) and load.indices[1] is c:
             image = load
         elif load.indices[0] is c and shape[0] == nest.shape[1]:
             weight = load
@@ -118,16 +119,6 @@ def _loads(nest: loop.ParallelOp, reduce: loop.ReduceOp) -> tuple[loop.LoadOp, l
     if c in image.indices[2:] or c in weight.indices[1:]:
         return None
     return image, weight
-
-
-def _batch(index: SSAValue, n: SSAValue, batch: int) -> bool:
-    """`index` is the batch index `n` (a constant 0 where the batch is 1)."""
-    if index is n:
-        return True
-    owner = index.owner
-    if batch != 1 or not isinstance(owner, arith.ConstantOp):
-        return False
-    return isinstance(owner.value, IntegerAttr) and owner.value.value.data == 0
 
 
 def _index(block: Block, value: int) -> SSAValue:
@@ -209,7 +200,7 @@ def _is_fill(top: loop.ParallelOp, store: loop.StoreOp) -> bool:
     ops = list(top.body.block.ops)
     args = top.body.block.args
     own = len(store.indices) == len(args) and all(
-        index is arg or (extent == 1 and _batch(index, arg, 1))
+        own_index(index, arg, extent)
         for index, arg, extent in zip(store.indices, args, top.shape, strict=True)
     )
     whole = tuple(top.shape) == _buffer_shape(store.buffer)
@@ -312,19 +303,11 @@ def _taps(
         block.add_op(add)
         partial = [*partial[2:], add.result]
     init = mapping.get(reduce.init, reduce.init)
-    if _is_zero(init):
+    if constant(init) == 0:
         return partial[0]
     add = arith.AddfOp(init, partial[0], _CONTRACT)
     block.add_op(add)
     return add.result
-
-
-def _is_zero(value: SSAValue) -> bool:
-    op = value.owner
-    if not isinstance(op, arith.ConstantOp):
-        return False
-    attr = op.value
-    return getattr(attr, "value", None) is not None and attr.value.data == 0  # type: ignore[attr-defined]
 
 
 def vectorise_depthwise(kernel: loop.KernelOp, lanes: int, threads: bool = False) -> None:

@@ -22,11 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from graphfuse.dialects import loop
+from graphfuse.lowering.cpu.nest_indices import own_index
 
 
 def interleave_image_copies(kernel: loop.KernelOp) -> None:
@@ -45,25 +44,12 @@ def interleave_image_copies(kernel: loop.KernelOp) -> None:
                 break
 
 
-def _plane_index(index: SSAValue, arg: SSAValue, extent: int) -> bool:
-    """`index` is the nest's own index `arg` (or a constant 0 when its extent is 1)."""
-    if index is arg:
-        return True
-    owner = index.owner
-    return (
-        extent == 1
-        and isinstance(owner, arith.ConstantOp)
-        and isinstance(owner.value, IntegerAttr)
-        and owner.value.value.data == 0
-    )
-
-
 def _per_plane(nest: loop.ParallelOp, indices: Sequence[SSAValue]) -> bool:
     """`indices` start with `nest`'s first two indices, which they use nowhere else."""
     args, shape = nest.body.block.args, nest.shape
     if len(indices) < 3 or len(shape) < 3:
         return False
-    if not (_plane_index(indices[0], args[0], shape[0]) and indices[1] is args[1]):
+    if not (own_index(indices[0], args[0], shape[0]) and indices[1] is args[1]):
         return False
     return not any(_reads(i, args[:2], nest) for i in indices[2:])
 

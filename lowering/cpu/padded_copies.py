@@ -20,10 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr
+from xdsl.dialects.builtin import IndexType, IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
 from graphfuse.dialects import loop
+from graphfuse.lowering.cpu.nest_indices import constant, own_index, pair
 
 
 @dataclass(frozen=True)
@@ -40,38 +41,17 @@ class _Clamp:
     """i + c."""
 
 
-def _constant(value: SSAValue) -> int | float | None:
-    op = value.owner
-    if isinstance(op, arith.ConstantOp):
-        attr = op.value
-        if isinstance(attr, IntegerAttr | FloatAttr):
-            return attr.value.data
-    return None
-
-
-def _pair(op: Operation, kind: type[Operation]) -> tuple[SSAValue, int] | None:
-    """(x, c) when `op` is `kind`(x, c) or `kind`(c, x) with c an integer constant."""
-    if not isinstance(op, kind) or len(op.operands) != 2:
-        return None
-    a, b = op.operands
-    for x, c in ((a, b), (b, a)):
-        value = _constant(c)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return x, value
-    return None
-
-
 def _clamp(value: SSAValue, args: list[SSAValue]) -> _Clamp | None:
-    upper = _pair(value.owner, arith.MinSIOp) if isinstance(value.owner, Operation) else None
+    upper = pair(value.owner, arith.MinSIOp) if isinstance(value.owner, Operation) else None
     if upper is None:
         return None
-    lower = _pair(upper[0].owner, arith.MaxSIOp) if isinstance(upper[0].owner, Operation) else None
+    lower = pair(upper[0].owner, arith.MaxSIOp) if isinstance(upper[0].owner, Operation) else None
     if lower is None or lower[1] != 0:
         return None
     shifted = lower[0]
     if shifted in args:  # no offset: padding at the end only
         return _Clamp(args.index(shifted), 0, upper[1] + 1, value, shifted)
-    shift = _pair(shifted.owner, arith.AddiOp) if isinstance(shifted.owner, Operation) else None
+    shift = pair(shifted.owner, arith.AddiOp) if isinstance(shifted.owner, Operation) else None
     if shift is None or shift[0] not in args:
         return None
     return _Clamp(args.index(shift[0]), shift[1], upper[1] + 1, value, shifted)
@@ -84,7 +64,7 @@ def _tests(condition: SSAValue) -> set[tuple[SSAValue, str, int]] | None:
         left, right = _tests(op.lhs), _tests(op.rhs)
         return None if left is None or right is None else left | right
     if isinstance(op, arith.CmpiOp):
-        bound = _constant(op.rhs)
+        bound = constant(op.rhs)
         if isinstance(bound, int):
             names = {5: "sge", 2: "slt"}
             name = names.get(op.predicate.value.data)
@@ -106,7 +86,7 @@ def _own_indices(nest: loop.ParallelOp, store: loop.StoreOp) -> bool:
     """The store is at the nest's indices, in order (a constant 0 for a dimension of 1)."""
     args = nest.body.block.args
     return len(store.indices) == len(args) and all(
-        index is arg or (_constant(index) == 0 and extent == 1)
+        own_index(index, arg, extent)
         for index, arg, extent in zip(store.indices, args, nest.shape, strict=True)
     )
 
@@ -117,7 +97,7 @@ def _clamps(nest: loop.ParallelOp, load: loop.LoadOp) -> dict[int, _Clamp] | Non
     args: list[SSAValue] = list(nest.body.block.args)
     clamps: dict[int, _Clamp] = {}
     for index in load.indices:
-        if index in args or _constant(index) is not None:
+        if index in args or constant(index) is not None:
             continue
         clamp = _clamp(index, args)
         if clamp is None or clamp.arg in clamps:
@@ -141,7 +121,7 @@ def _match(nest: loop.ParallelOp) -> _PaddedCopy | None:
     if not isinstance(select, arith.SelectOp) or select.lhs is not load.result:
         return None
     outside = isinstance(select.rhs.owner, Operation) and select.rhs.owner.parent_op() is not nest
-    if not outside or _constant(select.rhs) != 0 or not _own_indices(nest, store):
+    if not outside or constant(select.rhs) != 0 or not _own_indices(nest, store):
         return None
     clamps = _clamps(nest, load)
     if clamps is None:

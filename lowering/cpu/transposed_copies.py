@@ -20,15 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
-from xdsl.dialects import arith, vector
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, VectorType, f32
-from xdsl.ir import Attribute, Block, SSAValue
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import MemRefType, f32
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder
-from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, block_start, transpose8
-
-_VEC = VectorType(f32, [BLOCK])
+from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, block_start, transposed_block
+from graphfuse.lowering.cpu.nest_indices import constant, pair
 
 
 @dataclass(frozen=True)
@@ -42,25 +41,12 @@ class _Copy:
     """t and l: where the source's (0, 0) lands in the copy."""
 
 
-def _constant(value: SSAValue) -> int | None:
-    op = value.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
-
-
 def _offset(index: SSAValue, args: tuple[SSAValue, ...]) -> tuple[SSAValue, int] | None:
     """(arg, c) when `index` is a nest index plus a constant c >= 0 (c = 0: the index)."""
     if index in args:
         return index, 0
-    op = index.owner
-    if not isinstance(op, arith.AddiOp):
-        return None
-    for x, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
-        value = _constant(c)
-        if x in args and value is not None and value >= 0:
-            return x, value
-    return None
+    shifted = pair(index.owner, arith.AddiOp) if isinstance(index.owner, Operation) else None
+    return shifted if shifted is not None and shifted[0] in args and shifted[1] >= 0 else None
 
 
 def _f32_argument(buffer: SSAValue) -> bool:
@@ -100,9 +86,7 @@ def _match(nest: loop.ParallelOp) -> _Copy | None:
     n, c, h, w = load.indices
     if not all(i in args for i in (c, h, w)) or len({c, h, w}) != 3:
         return None
-    if store.indices[0] is not n or store.indices[3] is not c:
-        return None
-    if n not in args and _constant(n) != 0:
+    if store.indices[0] is not n or store.indices[3] is not c or not _batch_index(n, args):
         return None
     row, column = (_offset(i, args) for i in store.indices[1:3])
     if row is None or column is None or (row[0], column[0]) != (h, w):
@@ -136,15 +120,20 @@ def _rewrite(found: _Copy, threads: bool) -> None:
         row, channel_block = body.divide(rest, channels // BLOCK)
         first = block_start(body, block, width)
         channel = block_start(body, channel_block, channels)
-        values: list[SSAValue] = []
-        for j in range(BLOCK):
-            at = body.emit(arith.AddiOp(channel, body.index(j)))
-            values.append(body.emit(vector.LoadOp(source, [image, at, row, first], _VEC)))
         target_row = body.emit(arith.AddiOp(row, body.index(top)))
         target_first = body.emit(arith.AddiOp(first, body.index(left)))
-        for i, point in enumerate(transpose8(body.emit, values)):
-            column = body.emit(arith.AddiOp(target_first, body.index(i)))
-            body.add(vector.StoreOp(point, target, [image, target_row, column, channel]))
+        transposed_block(
+            body,
+            source,
+            lambda j: [image, body.emit(arith.AddiOp(channel, body.index(j))), row, first],
+            target,
+            lambda i: [
+                image,
+                target_row,
+                body.emit(arith.AddiOp(target_first, body.index(i))),
+                channel,
+            ],
+        )
 
     em.parallel(batch * per_image, threads, task)
     parent = found.nest.parent_block()
@@ -153,3 +142,8 @@ def _rewrite(found: _Copy, threads: bool) -> None:
         parent.insert_op_before(op, found.nest)
     found.nest.detach()
     found.nest.erase()
+
+
+def _batch_index(n: SSAValue, args: tuple[SSAValue, ...]) -> bool:
+    """The copy's batch index is a nest index or a constant 0 (a batch of 1)."""
+    return n in args or constant(n) == 0

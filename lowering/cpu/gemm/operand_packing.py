@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import cast
 
 from xdsl.dialects import arith, memref, scf, vector
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, VectorType, f32, i64
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, f32, i64
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder, Mapping
@@ -24,13 +24,12 @@ from graphfuse.lowering.cpu.gemm.transposed_pack import (
     BLOCK,
     TransposedRun,
     block_start,
-    transpose8,
+    transposed_block,
 )
 
 PACK_ROWS_PER_TASK = 64
 PACK_PANELS = 16
 """Panels of B packed by one task: rows of B are read in runs of 256 floats."""
-_BLOCK_VEC = VectorType(f32, [BLOCK])
 
 
 class OperandPacker(PanelLoops):
@@ -259,8 +258,8 @@ class OperandPacker(PanelLoops):
         first_k = block.emit(
             arith.AddiOp(block.emit(arith.MuliOp(linear, block.index(run.length))), start)
         )
-        rows: list[SSAValue] = []
-        for offset in range(BLOCK):
+
+        def row(offset: int) -> list[SSAValue]:
             column = block.emit(arith.AddiOp(base, block.index(offset)))
             at = {**mapping, **reduction}
             at.update(block.bind(found.args(found.columns), column, self.plan.dims(found.columns)))
@@ -270,11 +269,14 @@ class OperandPacker(PanelLoops):
                 channels = block.index(found.reduce.shape[-1])
                 x = block.emit(arith.MuliOp(indices[-2], channels))
                 indices = [*indices[:-2], block.emit(arith.AddiOp(x, start))]
-            rows.append(block.emit(vector.LoadOp(source, indices, _BLOCK_VEC)))
+            return indices
+
         stored = self._stored_panel(block, p)
-        for q, column_values in enumerate(transpose8(block.emit, rows)):
-            k = block.emit(arith.AddiOp(first_k, block.index(q)))
-            block.add(vector.StoreOp(column_values, self.packed_b, [slot, stored, k, lane0]))
+
+        def panel_row(q: int) -> list[SSAValue]:
+            return [slot, stored, block.emit(arith.AddiOp(first_k, block.index(q))), lane0]
+
+        transposed_block(block, source, row, self.packed_b, panel_row)
         block.end_loops(em)
 
 

@@ -109,6 +109,22 @@ def block_start(builder: BlockBuilder, block: SSAValue, extent: int) -> SSAValue
     return builder.emit(arith.MinUIOp(start, builder.index(extent - BLOCK)))
 
 
+def transposed_block(
+    builder: BlockBuilder,
+    source: SSAValue,
+    row: Callable[[int], Sequence[SSAValue]],
+    target: SSAValue,
+    column: Callable[[int], Sequence[SSAValue]],
+) -> None:
+    """Copies an 8x8 block transposed: 8 vectors loaded from `source` at `row`(i), the
+    register transpose, and column j stored into `target` at `column`(j). (`row` may emit
+    the ops its indices need; it is called in order, before any store.)"""
+    typ = VectorType(f32, [BLOCK])
+    rows = [builder.emit(vector.LoadOp(source, list(row(i)), typ)) for i in range(BLOCK)]
+    for j, values in enumerate(transpose8(builder.emit, rows)):
+        builder.add(vector.StoreOp(values, target, list(column(j))))
+
+
 def _mask(values: Sequence[int]) -> DenseArrayBase[I64]:
     return DenseArrayBase.from_list(i64, list(values))
 

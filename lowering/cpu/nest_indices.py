@@ -1,0 +1,40 @@
+"""Reading a loop nest's index arithmetic: constants, `x op c`, a nest's own index.
+
+The CPU rewrites of loop kernels (padded copies, depthwise, image copies, transposed
+copies and stores) match nests by their loads' and stores' indices: an index is the nest's
+own (or a constant 0 where that dimension has extent 1, as a batch of 1), or a nest index
+plus a constant. One reading of those shapes here, not one per rewrite.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr
+from xdsl.ir import Operation, SSAValue
+
+
+def constant(value: SSAValue) -> int | float | None:
+    """The value of an `arith.constant` integer or float, else None."""
+    op = value.owner
+    if isinstance(op, arith.ConstantOp):
+        attr = op.value
+        if isinstance(attr, IntegerAttr | FloatAttr):
+            return attr.value.data
+    return None
+
+
+def pair(op: Operation, kind: type[Operation]) -> tuple[SSAValue, int] | None:
+    """(x, c) when `op` is `kind`(x, c) or `kind`(c, x) with c an integer constant."""
+    if not isinstance(op, kind) or len(op.operands) != 2:
+        return None
+    a, b = op.operands
+    for x, c in ((a, b), (b, a)):
+        value = constant(c)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return x, value
+    return None
+
+
+def own_index(index: SSAValue, arg: SSAValue, extent: int) -> bool:
+    """`index` is the nest index `arg`, or a constant 0 where its extent is 1."""
+    return index is arg or (extent == 1 and constant(index) == 0)
