@@ -114,6 +114,12 @@ class CompileOptions:
         return CpuTarget(cpu=self.cpu, opt_level=self.opt_level, threads=self.threads)
 
     @property
+    def build_target(self) -> CpuTarget:
+        """`target` as a build uses it: an opt level the user chose applies to every
+        kernel (the default: GEMM tiles only)."""
+        return replace(self.target, uniform_opt_level=self.opt_level != CpuTarget.opt_level)
+
+    @property
     def nvptx(self) -> NvptxTarget:
         return NvptxTarget(chip=self.chip or DEFAULT_CHIP, ptx_isa=self.ptx_isa)
 
@@ -418,8 +424,7 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     # Large constants never reach the tools as text: a library written to `output` links
     # their bytes in; one used here reserves their space and they are copied in on loading.
     detached = large_constants(module)
-    # An opt level the user chose applies to every kernel (the default: GEMM tiles only).
-    cpu = replace(options.target, uniform_opt_level=options.opt_level != CpuTarget.opt_level)
+    cpu = options.build_target
     with timed("build"):
         library = build_module_library(
             module,

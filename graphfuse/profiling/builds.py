@@ -31,7 +31,7 @@ from graphfuse.passes.analysis.kernel_stats import kernel_stats, value_bytes
 from graphfuse.profiling import runtime
 from graphfuse.profiling.instrument import instrument
 from graphfuse.profiling.origins import tokens_of
-from graphfuse.runtime.build import CpuTarget, build_module_library
+from graphfuse.runtime.build import build_module_library
 from graphfuse.runtime.compiled import CompiledFunction
 from graphfuse.timing import timed
 
@@ -81,13 +81,13 @@ def build(module: ModuleOp, entry: str, options: CompileOptions) -> Builds:
     signature = caller_signature(module, entry)
     with timed("cpu lowering"):
         pipelines.run(options.cpu_lowering(), module)
-    scratch = signature.scratch(_function(module, entry))
+    scratch = signature.scratch(find_function(module, entry))
     detached = large_constants(module)
     instrumented = module.clone()
     callees = instrument(instrumented, entry)
     assert len(callees) == len(fused), "one kernel call per graph.fused"
     sites = [replace(site, kernel=callee) for site, callee in zip(fused, callees, strict=True)]
-    cpu = replace(options.target, uniform_opt_level=options.opt_level != CpuTarget.opt_level)
+    cpu = options.build_target
     runtime.runtime()  # loaded first: the instrumented library binds to it
     with timed("build"):
         libraries = [build_module_library(m, cpu, None, detached) for m in (module, instrumented)]
@@ -144,10 +144,3 @@ def _op_costs(fused: graph.FusedOp) -> list[OpCost]:
         name, flops = op.name.removeprefix("graph."), op_flops(op)
         costs += [OpCost(t, name, flops // share, moved // share) for t in tokens]
     return costs
-
-
-def _function(module: ModuleOp, name: str) -> func.FuncOp:
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == name:
-            return op
-    raise AssertionError(f"the lowered module has no @{name}")
