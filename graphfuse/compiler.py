@@ -32,6 +32,7 @@ from graphfuse.parsing import GraphfuseError, parse_file, verify
 from graphfuse.passes.fusion.graph_fuse import DEFAULT_MAX_DEPTH
 from graphfuse.passes.fusion.graph_fuse import LEAST as GRAPH_FUSE_LEAST
 from graphfuse.runtime.build import CpuTarget, build_module_library, to_llvm_ir
+from graphfuse.runtime.c_api.describe import scratch_offsets
 from graphfuse.runtime.compiled import CompiledFunction
 from graphfuse.runtime.cuda_function import CudaFunction, HostPlan
 from graphfuse.runtime.nvptx import DEFAULT_CHIP, NvptxTarget, build_ptx
@@ -421,6 +422,7 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     with timed("cpu lowering"):
         pipelines.run(options.cpu_lowering(), module)
     scratch = signature.scratch(_entry(module, entry))
+    offsets = scratch_offsets(_entry(module, entry))
     # Large constants never reach the tools as text: a library written to `output` links
     # their bytes in; one used here reserves their space and they are copied in on loading.
     detached = large_constants(module)
@@ -443,6 +445,7 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
                     "inputs": [str(t) for t in signature.inputs],
                     "outputs": [str(t) for t in signature.outputs],
                     "scratch": [str(t) for t in scratch],
+                    "scratch_offsets": list(offsets) if offsets is not None else None,
                     "kernels": kernels,
                     "threaded": threaded,
                 },
@@ -455,6 +458,7 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
         scratch,
         kernels,
         detached if output is None else {},
+        offsets,
     )
 
 
@@ -508,6 +512,7 @@ def _from_cache(found: compile_cache.CachedModel, entry: str, output: Path) -> C
         types("outputs"),
         types("scratch"),
         int(described["kernels"]),
+        scratch_offsets=described.get("scratch_offsets"),
     )
 
 

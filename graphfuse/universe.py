@@ -97,6 +97,12 @@ def _get_loop_tile_matmul() -> type[ModulePass]:
     return LoopTileMatmulPass
 
 
+def _get_loop_plan_scratch() -> type[ModulePass]:
+    from graphfuse.lowering.cpu.plan_scratch import LoopPlanScratchPass
+
+    return LoopPlanScratchPass
+
+
 def _get_loop_split_epilogues() -> type[ModulePass]:
     from graphfuse.lowering.cpu.gemm.loop_split_epilogues import LoopSplitEpiloguesPass
 
@@ -155,6 +161,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "graph-split-grouped-conv": _get_graph_split_grouped_conv,
     "loop-tile-matmul": _get_loop_tile_matmul,
     "loop-split-epilogues": _get_loop_split_epilogues,
+    "loop-plan-scratch": _get_loop_plan_scratch,
     "scf-prefetch-rows": _get_scf_prefetch_rows,
     "scf-hoist-reciprocals": _get_scf_hoist_reciprocals,
     "math-approximate": _get_math_approximate,

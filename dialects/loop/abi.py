@@ -12,3 +12,17 @@ OUTPUTS = "graphfuse.outputs"
 
 SCRATCH = "graphfuse.scratch"
 """i64: how many trailing arguments are scratch buffers the caller allocates."""
+
+SCRATCH_OFFSETS = "graphfuse.scratch_offsets"
+"""array<i64>: each scratch buffer's byte offset in the one block the caller allocates for
+them all (loop-plan-scratch). Buffers never in use at the same time share bytes, as
+onnxruntime's and TFLite's memory planners share them. Without it the buffers follow one
+another, each on a SCRATCH_ALIGNMENT boundary."""
+
+SCRATCH_ALIGNMENT = 64
+"""Each scratch buffer starts on a cache line."""
+
+PERSISTENT = "graphfuse.persistent"
+"""array<i64> on a loop.kernel: its argument positions whose contents must outlive a call
+(loop-tile-matmul's operands packed on the first call only, and their flag): their scratch
+is never shared."""

@@ -32,6 +32,7 @@ from graphfuse.profiling import runtime
 from graphfuse.profiling.instrument import instrument
 from graphfuse.profiling.origins import tokens_of
 from graphfuse.runtime.build import build_module_library
+from graphfuse.runtime.c_api.describe import scratch_offsets
 from graphfuse.runtime.compiled import CompiledFunction
 from graphfuse.timing import timed
 
@@ -82,6 +83,7 @@ def build(module: ModuleOp, entry: str, options: CompileOptions) -> Builds:
     with timed("cpu lowering"):
         pipelines.run(options.cpu_lowering(), module)
     scratch = signature.scratch(find_function(module, entry))
+    offsets = scratch_offsets(find_function(module, entry))
     detached = large_constants(module)
     instrumented = module.clone()
     callees = instrument(instrumented, entry)
@@ -93,7 +95,14 @@ def build(module: ModuleOp, entry: str, options: CompileOptions) -> Builds:
         libraries = [build_module_library(m, cpu, None, detached) for m in (module, instrumented)]
     normal, timed_build = (
         CompiledFunction(
-            library, entry, signature.inputs, signature.outputs, scratch, len(sites), detached
+            library,
+            entry,
+            signature.inputs,
+            signature.outputs,
+            scratch,
+            len(sites),
+            detached,
+            offsets,
         )
         for library in libraries
     )

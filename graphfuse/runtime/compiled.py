@@ -16,6 +16,7 @@ loaded (a library written out links them in: graphfuse.runtime.build).
 from __future__ import annotations
 
 import ctypes
+import math
 import tempfile
 import weakref
 from collections.abc import Sequence
@@ -28,7 +29,7 @@ from xdsl.ir import Attribute
 from xdsl.utils.exceptions import DiagnosticException
 
 from graphfuse.runtime import memref_abi
-from graphfuse.runtime.c_api.describe import CEntry
+from graphfuse.runtime.c_api.describe import SCRATCH_ALIGNMENT, CEntry
 from graphfuse.runtime.c_api.link import read_interface
 from graphfuse.runtime.memref_abi import Array
 from graphfuse.runtime.packed_entry import packed_name
@@ -202,11 +203,15 @@ class CompiledFunction(ArrayFunction):
         scratch: Sequence[MemRefType[Attribute]],
         kernel_count: int = 0,
         detached: dict[str, bytes] | None = None,
+        scratch_offsets: Sequence[int] | None = None,
     ):
         super().__init__(name, inputs, outputs)
         self.library_path = library
         self.scratch = list(scratch)
         """The scratch buffers the entry takes after its results."""
+        self.scratch_offsets = list(scratch_offsets) if scratch_offsets is not None else None
+        """Their byte offsets in one block (loop-plan-scratch: buffers never in use at
+        once share bytes), or None: one after another."""
         self.kernel_count = kernel_count
         """How many kernels the function calls."""
         self._library = load_library(Path(library))
@@ -221,7 +226,9 @@ class CompiledFunction(ArrayFunction):
                 # Large constants the library only reserves space for (kernel_split.py).
                 address = ctypes.addressof(ctypes.c_char.in_dll(self._library, symbol))
                 ctypes.memmove(address, data, len(data))
-            self._call = _DescriptorCall(self._library, name, Path(library), scratch, passed)
+            self._call = _DescriptorCall(
+                self._library, name, Path(library), scratch, passed, self.scratch_offsets
+            )
 
     def __repr__(self) -> str:
         return f"<compiled {self._signature()} from {self.library_path}>"
@@ -282,11 +289,8 @@ class _Arguments:
 
     def __init__(self, call: _DescriptorCall, buffers: Sequence[Array]):
         # Zeroed (calloc: pages are only touched when used): loop-tile-matmul's "constant
-        # operand packed" flags must start at 0.
-        self.scratch = [
-            np.zeros(t.get_shape(), memref_abi.storage_dtype(t.get_element_type()))
-            for t in call.scratch
-        ]
+        # operand packed" flags must start at 0 (loop-plan-scratch shares no bytes of them).
+        self.scratch = scratch_arrays(call.scratch, call.offsets)
         self.descriptors: list[Any] = [memref_abi.descriptor(b) for b in (*buffers, *self.scratch)]
         self.passed = self.descriptors[: len(buffers)]
         self.packed = (ctypes.c_void_p * len(self.descriptors))(
@@ -308,8 +312,10 @@ class _DescriptorCall:
         path: Path,
         scratch: Sequence[MemRefType[Attribute]],
         passed: int,
+        offsets: Sequence[int] | None = None,
     ):
         self._packed = _symbol(library, packed_name(name))
+        self.offsets = offsets
         self._function = _symbol(library, f"_mlir_ciface_{name}")
         assert self._function is not None, f"{path} has no @{name}"
         self.scratch = list(scratch)
@@ -336,6 +342,25 @@ class _DescriptorCall:
                 self._function(*arguments.plain)
         finally:
             self._free.append(arguments)
+
+
+def scratch_arrays(
+    types: Sequence[MemRefType[Attribute]], offsets: Sequence[int] | None
+) -> list[Array]:
+    """Zeroed arrays for scratch buffers of `types`: views at `offsets` into one block
+    (cache-line aligned) when the entry planned them, else one array each."""
+    dtypes = [memref_abi.storage_dtype(t.get_element_type()) for t in types]
+    if offsets is None:
+        return [np.zeros(t.get_shape(), d) for t, d in zip(types, dtypes, strict=True)]
+    assert len(offsets) == len(types), "one scratch offset per scratch buffer"
+    sizes = [math.prod(t.get_shape()) * d.itemsize for t, d in zip(types, dtypes, strict=True)]
+    size = max((o + n for o, n in zip(offsets, sizes, strict=True)), default=0)
+    block = np.zeros(size + SCRATCH_ALIGNMENT, np.uint8)
+    start = -block.ctypes.data % SCRATCH_ALIGNMENT
+    return [
+        block[start + o : start + o + n].view(d).reshape(t.get_shape())
+        for t, d, o, n in zip(types, dtypes, offsets, sizes, strict=True)
+    ]
 
 
 def _symbol(library: ctypes.CDLL, name: str) -> Any:

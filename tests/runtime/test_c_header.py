@@ -315,7 +315,12 @@ def test_c_names_from_the_library_file(library: str, prefix: str, header: str) -
 
 def test_c_interface_reads_the_kernel_abi_attributes() -> None:
     """describe.py restates the ABI attribute names (the runtime imports no dialect)."""
-    assert (describe.OUTPUTS, describe.SCRATCH) == (abi.OUTPUTS, abi.SCRATCH)
+    assert (describe.OUTPUTS, describe.SCRATCH, describe.SCRATCH_OFFSETS) == (
+        abi.OUTPUTS,
+        abi.SCRATCH,
+        abi.SCRATCH_OFFSETS,
+    )
+    assert describe.SCRATCH_ALIGNMENT == abi.SCRATCH_ALIGNMENT
 
 
 def test_c_exported_names_must_not_clash(tmp_path: Path) -> None:

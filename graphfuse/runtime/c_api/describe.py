@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
 
@@ -28,6 +28,7 @@ from graphfuse.toolchain import ToolchainError
 C_INTERFACE = "llvm.emit_c_interface"
 OUTPUTS = "graphfuse.outputs"
 SCRATCH = "graphfuse.scratch"
+SCRATCH_OFFSETS = "graphfuse.scratch_offsets"
 SCRATCH_ALIGNMENT = 64
 """Each scratch buffer starts on a cache line, as NumPy's large allocations do."""
 
@@ -65,9 +66,15 @@ class CEntry:
     inputs: tuple[CBuffer, ...]
     outputs: tuple[CBuffer, ...]
     scratch: tuple[CBuffer, ...]
+    planned: tuple[int, ...] | None = None
+    """The scratch buffers' offsets loop-plan-scratch chose (buffers never in use at once
+    share bytes), or None: one after another."""
 
     def scratch_offsets(self) -> tuple[list[int], int]:
         """Each scratch buffer's offset in one allocation, and the allocation's size."""
+        if self.planned is not None:
+            ends = (o + b.bytes for o, b in zip(self.planned, self.scratch, strict=True))
+            return list(self.planned), max(ends, default=0)
         offsets: list[int] = []
         at = 0
         for buffer in self.scratch:
@@ -100,6 +107,7 @@ class CLibrary:
                 e["function"],
                 e["symbol"],
                 *(tuple(CBuffer(b[0], b[1], tuple(b[2])) for b in e[k]) for k in _KINDS),
+                planned=tuple(e["planned"]) if e.get("planned") is not None else None,
             )
             for e in data["entries"]
         )
@@ -116,6 +124,7 @@ def _plain(library: CLibrary) -> dict[str, Any]:
     entries = [
         {"function": e.function, "symbol": e.symbol}
         | {k: [[b.name, b.element, list(b.shape)] for b in getattr(e, k)] for k in _KINDS}
+        | {"planned": list(e.planned) if e.planned is not None else None}
         for e in library.entries
     ]
     return {
@@ -162,7 +171,18 @@ def _entry(
     buffers = [_buffer(n, t) for n, t in zip(names, [*ins, *outs], strict=True)]
     scratch = tuple(_buffer(f"scratch{i}", t) for i, t in enumerate(types[n_in + n_out :]))
     symbol = f"{prefix}_{c_identifier(name)}"
-    return CEntry(name, symbol, tuple(buffers[:n_in]), tuple(buffers[n_in:]), scratch)
+    planned = scratch_offsets(function)
+    if planned is not None and len(planned) != len(scratch):
+        raise ToolchainError(f"@{name}: {len(planned)} scratch offsets for {n_scratch} buffers")
+    return CEntry(name, symbol, tuple(buffers[:n_in]), tuple(buffers[n_in:]), scratch, planned)
+
+
+def scratch_offsets(function: func.FuncOp) -> tuple[int, ...] | None:
+    """The offsets loop-plan-scratch gave `function`'s scratch buffers, if it ran."""
+    found = function.attributes.get(SCRATCH_OFFSETS)
+    if not isinstance(found, DenseArrayBase):
+        return None
+    return tuple(int(v) for v in found.get_values())
 
 
 _KEYWORDS = """auto bool break case char class const continue default delete do double else

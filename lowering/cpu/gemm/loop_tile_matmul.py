@@ -19,11 +19,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import FunctionType, IntegerAttr, IntegerType, MemRefType, ModuleOp, i64
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    FunctionType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    i64,
+)
+from xdsl.ir import Block, BlockArgument, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
@@ -75,7 +84,14 @@ def tile_contraction(
             pack(em)
     once = [pack for constant, pack in packs if constant]
     if once:
-        _pack_once(em, entry, once)
+        flag = _pack_once(em, entry, once)
+        kept = [flag.index]
+        if plan.a_in_place is None and plan.a_constant:
+            assert isinstance(packed_a, BlockArgument)
+            kept.append(packed_a.index)
+        if not plan.b_in_task and plan.b_constant:
+            kept.append(cast(BlockArgument, packer.packed_b).index)
+        _keep_between_calls(kernel, kept)
     em.parallel(plan.tasks, threads, TaskEmitter(plan, packer).task)
     for op in em.take():
         parent.insert_op_before(op, nest)
@@ -83,10 +99,18 @@ def tile_contraction(
     nest.erase()
 
 
-def _pack_once(em: GemmBuilder, entry: Block, packs: Sequence[Pack]) -> None:
+def _keep_between_calls(kernel: loop.KernelOp, positions: Sequence[int]) -> None:
+    """Lists `positions` in the kernel's `abi.PERSISTENT`: loop-plan-scratch gives
+    their buffers memory of their own, kept from one call to the next."""
+    old = kernel.attributes.get(abi.PERSISTENT)
+    known = [int(p) for p in old.get_values()] if isinstance(old, DenseArrayBase) else []
+    kernel.attributes[abi.PERSISTENT] = DenseArrayBase.from_list(i64, sorted({*known, *positions}))
+
+
+def _pack_once(em: GemmBuilder, entry: Block, packs: Sequence[Pack]) -> BlockArgument:
     """Runs `packs` on the first call only: a factor that reads nothing but constants
     (a model's weights) stays packed in its scratch buffer. A one-byte scratch flag,
-    zero as the caller allocates it, says whether it has been."""
+    zero as the caller allocates it, says whether it has been; it is returned."""
     i8 = IntegerType(8)
     flag = entry.insert_arg(MemRefType(i8, [1]), len(entry.args))
     zero = em.index(0)
@@ -99,6 +123,7 @@ def _pack_once(em: GemmBuilder, entry: Block, packs: Sequence[Pack]) -> None:
     then.add(memref.StoreOp.get(one, flag, [then.index(0)]))
     then.add(scf.YieldOp())
     em.add(scf.IfOp(fresh, [], Region(then.block)))
+    return flag
 
 
 @dataclass(frozen=True)
