@@ -17,6 +17,7 @@ Here such a nest, when its rows are narrow or its taps many (see `_MANY_TAPS`), 
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass
 from itertools import product
 from typing import cast
@@ -27,7 +28,9 @@ from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from graphfuse.dialects import loop
+from graphfuse.dialects.loop.emitter import BlockBuilder
 from graphfuse.lowering.cpu.channels_last_stores import store_through_transposes
+from graphfuse.lowering.cpu.first_call import keep_between_calls, on_first_call
 from graphfuse.lowering.cpu.nest_indices import constant, own_index
 
 _CONTRACT = arith.FastMathFlagsAttr((FastMathFlag.ALLOW_CONTRACT,))
@@ -36,12 +39,14 @@ _CHAINS = 4
 _MANY_TAPS = 49
 """From this many taps (7x7) on, the channels-last nest is taken at any row width: the
 row-vectorised nest keeps the taps as loops inside the vector loop (7x7 [8,96,56,56]: 7.5x
-the time). 5x5 is taken on strided rows (the row path's loads are strided: [8,120,28,28]
-at stride 2, 0.45x the time) but not on wide rows at stride 1 ([8,96,56,56]: 1.8x).
+the time). 3x3 and 5x5 are taken on strided rows (the row path's loads are strided: 5x5
+[8,120,28,28] at stride 2, 0.45x the time; 3x3 [1,192,28,28] at stride 2, 0.32x at one
+thread and 0.50x at two, [1,144,56,56] 0.73x and 0.81x) but not on wide rows at stride 1
+([8,96,56,56] 5x5: 1.8x).
 Otherwise (3x3) only rows of at most half a vector are: the copies and the NCHW stores
 across channels cost more than the taps where rows fill a vector (3x3 on 14-wide rows,
 16 lanes: 2.1x the time; on 7-wide rows: 0.54x)."""
-_STRIDED_TAPS = 25
+_STRIDED_TAPS = 9
 _MAX_TAPS = 81
 """More taps than this stay a loop (the unrolled body would grow past what is worth it)."""
 
@@ -158,38 +163,65 @@ def _retarget_copies(found: _Depthwise, image: SSAValue) -> bool:
     top-level nests: a fill and an interior copy, see padded_copies.py, and read by the
     convolution alone), those nests write the channels-last copy `image` instead: a fill
     over its shape, stores at permuted indices. False (nothing changed) otherwise."""
-    buffer = found.image.buffer
-    nest = found.nest
-    if not isinstance(buffer.owner, Block):
-        return False
-    stores: list[loop.StoreOp] = []
-    for use in buffer.uses:
-        op = use.operation
-        if op is found.image:
-            continue
-        if not isinstance(op, loop.StoreOp) or op.buffer is not buffer:
-            return False
-        top = op.parent_op()
-        if not isinstance(top, loop.ParallelOp) or top.parent_block() is not nest.parent_block():
-            return False
-        if top.is_before_in_block(nest) is False:
-            return False
-        stores.append(op)
+    stores = _copy_stores(found)
     if not stores:
         return False
     for store in stores:
         indices = [store.indices[d] for d in _IMAGE_PERM]
         top = store.parent_op()
         assert isinstance(top, loop.ParallelOp)
-        fill = _is_fill(top, store)
-        replacement = loop.StoreOp(store.value, image, indices)
-        if fill:
+        if _is_fill(top, store):
             _fill(top, store.value, image)
             continue
+        replacement = loop.StoreOp(store.value, image, indices)
         store.parent_block().insert_op_before(replacement, store)  # type: ignore[union-attr]
         store.detach()
         store.erase()
+        if _outside(store.value, top) and len(top.shape) == len(_IMAGE_PERM):
+            _channels_innermost(top)
     return True
+
+
+def _copy_stores(found: _Depthwise) -> list[loop.StoreOp]:
+    """The stores of the top-level nests before the convolution that write its input, when
+    that is a buffer of the kernel written by those alone; else none."""
+    buffer = found.image.buffer
+    nest = found.nest
+    if not isinstance(buffer.owner, Block):
+        return []
+    stores: list[loop.StoreOp] = []
+    for use in buffer.uses:
+        op = use.operation
+        if op is found.image:
+            continue
+        if not isinstance(op, loop.StoreOp) or op.buffer is not buffer:
+            return []
+        top = op.parent_op()
+        if not isinstance(top, loop.ParallelOp) or top.parent_block() is not nest.parent_block():
+            return []
+        if top.is_before_in_block(nest) is False:
+            return []
+        stores.append(op)
+    return stores
+
+
+def _channels_innermost(top: loop.ParallelOp) -> None:
+    """A border slab of the channels-last copy (a constant stored over [N, C, h, w]) loops
+    over [N, h, w, C] instead, so its stores are contiguous vectors, not one per channel
+    C apart."""
+    shape = top.shape
+    nest = loop.ParallelOp([shape[d] for d in _IMAGE_PERM])
+    old = top.body.block.args
+    mapping: dict[SSAValue, SSAValue] = {
+        old[d]: new for d, new in zip(_IMAGE_PERM, nest.body.block.args, strict=True)
+    }
+    for op in top.body.block.ops:
+        nest.body.block.add_op(op.clone(value_mapper=mapping))
+    parent = top.parent_block()
+    assert parent is not None
+    parent.insert_op_before(nest, top)
+    top.detach()
+    top.erase()
 
 
 def _is_fill(top: loop.ParallelOp, store: loop.StoreOp) -> bool:
@@ -221,9 +253,13 @@ def _fill(top: loop.ParallelOp, value: SSAValue, image: SSAValue) -> None:
     top.erase()
 
 
-def rewrite_depthwise(found: _Depthwise, threads: bool = False) -> None:
+def rewrite_depthwise(
+    found: _Depthwise, threads: bool = False, constants: Set[SSAValue] = frozenset()
+) -> None:
     """Replaces the nest of `found` by the channels-last copies and the channel-vectorised
-    nest (see the module's doc); the copies are new scratch arguments of the kernel."""
+    nest (see the module's doc); the copies are new scratch arguments of the kernel. The
+    weights' copy is made on the first call only when they are among `constants` (kernel
+    arguments every call fills with a constant)."""
     nest = found.nest
     kernel = nest.parent_op()
     parent = nest.parent_block()
@@ -231,7 +267,15 @@ def rewrite_depthwise(found: _Depthwise, threads: bool = False) -> None:
     entry = kernel.body.block
     image = entry.insert_arg(_permuted_type(found.image.buffer, _IMAGE_PERM), len(entry.args))
     weight = entry.insert_arg(_permuted_type(found.weight.buffer, _WEIGHT_PERM), len(entry.args))
-    parent.insert_op_before(_channels_last(found.weight.buffer, _WEIGHT_PERM, weight), nest)
+    copy = _channels_last(found.weight.buffer, _WEIGHT_PERM, weight)
+    if found.weight.buffer in constants:
+        em = BlockBuilder()
+        flag = on_first_call(em, entry, lambda then: then.add(copy))
+        keep_between_calls(kernel, [flag, weight])
+        for op in em.take():
+            parent.insert_op_before(op, nest)
+    else:
+        parent.insert_op_before(copy, nest)
     if not _retarget_copies(found, image):
         parent.insert_op_before(_channels_last(found.image.buffer, _IMAGE_PERM, image), nest)
     n_, c_, h_, w_ = nest.shape
@@ -310,10 +354,17 @@ def _taps(
     return add.result
 
 
-def vectorise_depthwise(kernel: loop.KernelOp, lanes: int, threads: bool = False) -> None:
+def vectorise_depthwise(
+    kernel: loop.KernelOp,
+    lanes: int,
+    threads: bool = False,
+    constant_positions: Set[int] = frozenset(),
+) -> None:
     """Rewrites every top-level depthwise nest of `kernel` this module takes (`threads`:
-    the NCHW stores' transposing loop may run on threads)."""
+    the NCHW stores' transposing loop may run on threads; `constant_positions`: the
+    kernel's arguments every call fills with a constant)."""
+    constants = {kernel.body.block.args[n] for n in constant_positions}
     for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
         found = match_depthwise(nest, lanes)
         if found is not None:
-            rewrite_depthwise(found, threads)
+            rewrite_depthwise(found, threads, constants)

@@ -22,17 +22,14 @@ from dataclasses import dataclass
 from typing import cast
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    DenseArrayBase,
     FunctionType,
     IntegerAttr,
-    IntegerType,
-    MemRefType,
     ModuleOp,
     i64,
 )
-from xdsl.ir import Block, BlockArgument, Region, SSAValue
+from xdsl.ir import BlockArgument, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.traits import SymbolTable
@@ -41,6 +38,7 @@ from graphfuse.dialects import loop
 from graphfuse.dialects.loop import abi
 from graphfuse.dialects.loop.calls import constant_arguments
 from graphfuse.lowering.cpu.depthwise import vectorise_depthwise
+from graphfuse.lowering.cpu.first_call import keep_between_calls, on_first_call
 from graphfuse.lowering.cpu.gemm.contractions import (
     Contraction,
     match_contraction,
@@ -74,24 +72,17 @@ def tile_contraction(
     packed_a = entry.insert_arg(a_type, len(entry.args)) if plan.a_in_place is None else None
     packer = OperandPacker(plan, packed_a, entry.insert_arg(b_type, len(entry.args)))
     em = GemmBuilder()
-    packs: list[tuple[bool, Pack]] = []
-    if plan.a_in_place is None:
-        packs.append((plan.a_constant, packer.pack_all_a))
+    packs: list[tuple[bool, Pack, SSAValue]] = []
+    if packed_a is not None:
+        packs.append((plan.a_constant, packer.pack_all_a, packed_a))
     if not plan.b_in_task:
-        packs.append((plan.b_constant, packer.pack_all_b))
-    for constant, pack in packs:
+        packs.append((plan.b_constant, packer.pack_all_b, packer.packed_b))
+    for constant, pack, _ in packs:
         if not constant:
             pack(em)
-    once = [pack for constant, pack in packs if constant]
+    once = [(pack, buffer) for constant, pack, buffer in packs if constant]
     if once:
-        flag = _pack_once(em, entry, once)
-        kept = [flag.index]
-        if plan.a_in_place is None and plan.a_constant:
-            assert isinstance(packed_a, BlockArgument)
-            kept.append(packed_a.index)
-        if not plan.b_in_task and plan.b_constant:
-            kept.append(cast(BlockArgument, packer.packed_b).index)
-        _keep_between_calls(kernel, kept)
+        _pack_once(em, kernel, once)
     em.parallel(plan.tasks, threads, TaskEmitter(plan, packer).task)
     for op in em.take():
         parent.insert_op_before(op, nest)
@@ -99,31 +90,18 @@ def tile_contraction(
     nest.erase()
 
 
-def _keep_between_calls(kernel: loop.KernelOp, positions: Sequence[int]) -> None:
-    """Lists `positions` in the kernel's `abi.PERSISTENT`: loop-plan-scratch gives
-    their buffers memory of their own, kept from one call to the next."""
-    old = kernel.attributes.get(abi.PERSISTENT)
-    known = [int(p) for p in old.get_values()] if isinstance(old, DenseArrayBase) else []
-    kernel.attributes[abi.PERSISTENT] = DenseArrayBase.from_list(i64, sorted({*known, *positions}))
+def _pack_once(
+    em: GemmBuilder, kernel: loop.KernelOp, once: Sequence[tuple[Pack, SSAValue]]
+) -> None:
+    """Packs the operands that read nothing but constants (a model's weights) on the first
+    call only, into buffers kept between calls (first_call.py)."""
 
+    def fill(then: GemmBuilder) -> None:
+        for pack, _ in once:
+            pack(then)
 
-def _pack_once(em: GemmBuilder, entry: Block, packs: Sequence[Pack]) -> BlockArgument:
-    """Runs `packs` on the first call only: a factor that reads nothing but constants
-    (a model's weights) stays packed in its scratch buffer. A one-byte scratch flag,
-    zero as the caller allocates it, says whether it has been; it is returned."""
-    i8 = IntegerType(8)
-    flag = entry.insert_arg(MemRefType(i8, [1]), len(entry.args))
-    zero = em.index(0)
-    done = em.emit(memref.LoadOp.get(flag, [zero]))
-    fresh = em.emit(arith.CmpiOp(done, em.constant(0, i8), "eq"))
-    then = GemmBuilder()
-    for pack in packs:
-        pack(then)
-    one = then.constant(1, i8)
-    then.add(memref.StoreOp.get(one, flag, [then.index(0)]))
-    then.add(scf.YieldOp())
-    em.add(scf.IfOp(fresh, [], Region(then.block)))
-    return flag
+    flag = on_first_call(em, kernel.body.block, fill)
+    keep_between_calls(kernel, [flag, *(cast(BlockArgument, buffer) for _, buffer in once)])
 
 
 @dataclass(frozen=True)
@@ -147,7 +125,7 @@ class LoopTileMatmulPass(ModulePass):
             positions = constants.get(kernel.sym_name.data, set())
             split_reductions(kernel)
             split_padded_copies(kernel)
-            vectorise_depthwise(kernel, self.lanes, self.threads)
+            vectorise_depthwise(kernel, self.lanes, self.threads, positions)
             interleave_image_copies(kernel)
             transpose_copies(kernel, self.threads)
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
