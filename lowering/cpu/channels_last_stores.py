@@ -73,8 +73,8 @@ def store_through_transposes(nest: loop.ParallelOp, threads: bool) -> bool:
     store.detach()
     store.erase()
     em = GemmBuilder()
-    source = em.emit(_collapse(scratch, [[0], [1, 2], [3]], [batch, points, channels]))
-    target = em.emit(_collapse(output, [[0], [1], [2, 3]], [batch, channels, points]))
+    source = em.emit(collapse(scratch, [[0], [1, 2], [3]], [batch, points, channels]))
+    target = em.emit(collapse(output, [[0], [1], [2, 3]], [batch, channels, points]))
     point_blocks = -(-points // BLOCK)
     count = batch * (channels // BLOCK) * point_blocks
 
@@ -101,8 +101,9 @@ def store_through_transposes(nest: loop.ParallelOp, threads: bool) -> bool:
     return True
 
 
-def _collapse(buffer: SSAValue, groups: list[list[int]], shape: list[int]) -> Operation:
-    """`buffer` viewed with the dimensions of each group merged (`shape` the result)."""
+def collapse(buffer: SSAValue, groups: list[list[int]], shape: list[int]) -> Operation:
+    """`buffer` (f32) viewed with the dimensions of each group merged (`shape` the
+    result)."""
     reassociation = ArrayAttr([ArrayAttr([IntegerAttr(i, i64) for i in g]) for g in groups])
     return memref.CollapseShapeOp.create(
         operands=[buffer],

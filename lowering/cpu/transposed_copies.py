@@ -17,6 +17,7 @@ of 8 and rows of at least 8 points.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
 
@@ -25,6 +26,7 @@ from xdsl.dialects.builtin import MemRefType, f32
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from graphfuse.dialects import loop
+from graphfuse.lowering.cpu.channels_last_stores import collapse
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder
 from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, block_start, transposed_block
 from graphfuse.lowering.cpu.nest_indices import constant, pair
@@ -93,7 +95,7 @@ def _match(nest: loop.ParallelOp) -> _Copy | None:
         return None
     extent: dict[SSAValue, int] = dict(zip(args, nest.shape, strict=True))
     extents = (extent[n] if n in args else 1, extent[c], extent[h], extent[w])
-    if extents[1] % BLOCK or extents[3] < BLOCK:
+    if extents[1] % BLOCK or extents[2] * extents[3] < BLOCK:
         return None
     return _Copy(nest, load, store, extents, (row[1], column[1]))
 
@@ -107,12 +109,28 @@ def transpose_copies(kernel: loop.KernelOp, threads: bool) -> None:
 
 
 def _rewrite(found: _Copy, threads: bool) -> None:
+    width = found.extents[3]
+    em = GemmBuilder()
+    count, task = _plane_blocks(found, em) if width < BLOCK else _row_blocks(found)
+    em.parallel(count, threads, task)
+    parent = found.nest.parent_block()
+    assert parent is not None
+    for op in em.take():
+        parent.insert_op_before(op, found.nest)
+    found.nest.detach()
+    found.nest.erase()
+
+
+Task = Callable[[GemmBuilder, SSAValue], None]
+
+
+def _row_blocks(found: _Copy) -> tuple[int, Task]:
+    """Tasks of 8 channels x 8 points of a row (rows of 8 points or more)."""
     batch, channels, rows, width = found.extents
     top, left = found.offsets
     source, target = found.load.buffer, found.store.buffer
     row_blocks = -(-width // BLOCK)
     per_image = rows * (channels // BLOCK) * row_blocks
-    em = GemmBuilder()
 
     def task(body: GemmBuilder, number: SSAValue) -> None:
         image, rest = body.divide(number, per_image)
@@ -135,13 +153,45 @@ def _rewrite(found: _Copy, threads: bool) -> None:
             ],
         )
 
-    em.parallel(batch * per_image, threads, task)
-    parent = found.nest.parent_block()
-    assert parent is not None
-    for op in em.take():
-        parent.insert_op_before(op, found.nest)
-    found.nest.detach()
-    found.nest.erase()
+    return batch * per_image, task
+
+
+def _plane_blocks(found: _Copy, em: GemmBuilder) -> tuple[int, Task]:
+    """Tasks of 8 channels x 8 points of a plane read as one run of H x W points (rows
+    narrower than 8, as 7x7 planes): each point's vector of channels is stored at its own
+    (h, w), the last block of a plane overlapping the one before."""
+    batch, channels, rows, width = found.extents
+    top, left = found.offsets
+    points = rows * width
+    source = em.emit(collapse(found.load.buffer, [[0], [1], [2, 3]], [batch, channels, points]))
+    target = found.store.buffer
+    point_blocks = -(-points // BLOCK)
+    per_image = (channels // BLOCK) * point_blocks
+
+    def task(body: GemmBuilder, number: SSAValue) -> None:
+        image, rest = body.divide(number, per_image)
+        channel_block, block = body.divide(rest, point_blocks)
+        first = block_start(body, block, points)
+        channel = block_start(body, channel_block, channels)
+
+        def at(i: int) -> list[SSAValue]:
+            row, column = body.divide(body.emit(arith.AddiOp(first, body.index(i))), width)
+            return [
+                image,
+                body.emit(arith.AddiOp(row, body.index(top))),
+                body.emit(arith.AddiOp(column, body.index(left))),
+                channel,
+            ]
+
+        transposed_block(
+            body,
+            source,
+            lambda j: [image, body.emit(arith.AddiOp(channel, body.index(j))), first],
+            target,
+            at,
+        )
+
+    return batch * per_image, task
 
 
 def _batch_index(n: SSAValue, args: tuple[SSAValue, ...]) -> bool:

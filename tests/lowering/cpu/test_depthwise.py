@@ -108,10 +108,15 @@ def test_channels_innermost() -> None:
     image = [op for op in loads if op.buffer.type.get_shape() == (2, 9, 9, 24)]
     weight = [op for op in loads if op.buffer.type.get_shape() == (1, 3, 3, 24)]
     assert len(image) == 9 and len(weight) == 9
-    # the padded copy's border fills (top and bottom rows, left and right columns) and its
-    # interior copy write the channels-last copy directly
+    # the padded copy's border fills (top and bottom rows, left and right columns: on the
+    # first call only) and its interior copy (8x8 transposes along each 7x7 plane) write
+    # the channels-last copy directly
     stores = [op.buffer.type.get_shape() for op in kernel.walk() if isinstance(op, loop.StoreOp)]
-    assert (2, 24, 9, 9) not in stores and stores.count((2, 9, 9, 24)) == 5
+    assert (2, 24, 9, 9) not in stores and stores.count((2, 9, 9, 24)) == 4
+    once = [op for op in kernel.body.block.ops if op.name == "scf.if"]
+    filled = [op for i in once for op in i.walk() if isinstance(op, loop.StoreOp)]
+    assert [op.buffer.type.get_shape() for op in filled].count((2, 9, 9, 24)) == 4
+    assert any(op.name == "vector.store" and "2x9x9x24" in str(op) for op in kernel.walk())
 
 
 @pytest.mark.parametrize("lanes", [8, 16])
@@ -152,8 +157,8 @@ def test_channels_last_results_reach_nchw_through_transposes(
     assert (batch, channels, out, out) not in [op.buffer.type.get_shape() for op in stores]
     assert (batch, out, out, channels) in [op.buffer.type.get_shape() for op in stores]
     shuffles = [op for op in kernel.walk() if op.name == "vector.shuffle"]
-    # the stores' transposes, and the input copy's where its rows hold 8 points or more
-    copied = channels % 8 == 0 and case[2] >= 8
+    # the stores' transposes, and the input copy's where its planes hold 8 points or more
+    copied = channels % 8 == 0 and case[2] * case[2] >= 8
     assert len(shuffles) == 24 * (1 + copied)
     view = f"memref<{batch}x{channels}x{out * out}xf32>"
     assert any(op.name == "vector.store" and view in str(op) for op in kernel.walk())
@@ -184,3 +189,16 @@ def test_constant_weights_are_reordered_on_the_first_call_only() -> None:
         arrays = reference.random_inputs(function, seed)
         expected = reference.run(module, "main", *arrays)[0]
         np.testing.assert_allclose(compiled(*arrays), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_many_channels_are_computed_a_block_at_a_time(threads: int) -> None:
+    """256 channels of 3x3 taps on 7-wide rows: a block of channels whose input rows and
+    weights fit most of L1 (128 here) is finished over the image before the next; same
+    results."""
+    text = _conv(1, 256, 7, 3, 1, 1, "relu6")
+    nests = [n for n in _tiled(text).body.block.ops if isinstance(n, loop.ParallelOp)]
+    assert any(n.shape == (1, 2, 7, 7, 128) for n in nests)
+    few = [n for n in _tiled(_conv(1, 64, 7, 3, 1, 1, "relu6")).body.block.ops]
+    assert any(isinstance(n, loop.ParallelOp) and n.shape == (1, 7, 7, 64) for n in few)
+    compile_and_compare(parse_text(text, "dw"), options=CompileOptions(threads=threads))

@@ -133,9 +133,9 @@ def test_tiled_convolution_matches_reference(
 
 
 def _copy_transposes(channels: int, width: int) -> int:
-    """1 when the padded NHWC copy of the input is made by 8x8 transposes
-    (transposed_copies.py: channels a multiple of 8, rows of at least 8 points)."""
-    return int(channels % 8 == 0 and width >= 8)
+    """1 when the padded NHWC copy of the input (width x width) is made by 8x8 transposes
+    (transposed_copies.py: channels a multiple of 8, planes of at least 8 points)."""
+    return int(channels % 8 == 0 and width * width >= 8)
 
 
 def _transposes(n: int, lanes: int = 16) -> int:

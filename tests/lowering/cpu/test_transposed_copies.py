@@ -1,6 +1,7 @@
 """A convolution's NCHW -> NHWC operand copy is made by 8x8 register transposes
-(lowering/cpu/transposed_copies.py): no copy nest is left storing into the channels-last
-buffer, and results match the reference interpreter."""
+(lowering/cpu/transposed_copies.py), along rows of 8 points or more or along whole planes
+of 8 or more (7x7, 3x3): no copy nest is left storing into the channels-last buffer, and
+results match the reference interpreter."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ CASES = {
     "3x3 conv, stride 2, rows of 17": _conv_bn_relu(1, 8, 8, 17, 2, 1, 1),
     "7x7 depthwise, rows of 8": _depthwise(1, 16, 8, 7, 1, 3, "silu"),
     "3x3 depthwise, rows of 7 from 14": _depthwise(2, 24, 14, 3, 2, 1, "relu6"),
+    "3x3 depthwise, 7x7 planes": _depthwise(2, 24, 7, 3, 1, 1, "relu6"),
+    "3x3 depthwise, 3x3 planes (9 points)": _depthwise(1, 32, 3, 3, 1, 1, "silu"),
 }
 
 
@@ -54,6 +57,11 @@ def test_channels_last_copies_are_made_by_transposes(case: str, threads: int) ->
     assert not _copy_nests(kernel)
     assert sum(op.name == "vector.shuffle" for op in kernel.walk()) >= 24
     compile_and_compare(parse_text(CASES[case], "conv"), options=CompileOptions(threads=threads))
+
+
+def test_planes_of_fewer_than_8_points_keep_the_copy_nest() -> None:
+    kernel = _kernel(_depthwise(1, 16, 2, 3, 1, 1, "relu6"))
+    assert _copy_nests(kernel)
 
 
 def test_channels_not_a_multiple_of_8_keep_the_copy_nest() -> None:
