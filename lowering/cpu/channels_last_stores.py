@@ -26,6 +26,7 @@ from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder
 from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, block_start, transposed_block
 from graphfuse.lowering.cpu.nest_indices import own_index
+from graphfuse.lowering.loop_to_upstream.convert_loop_to_upstream import PARALLEL_MIN_WORK
 
 
 def _nchw_store(nest: loop.ParallelOp) -> loop.StoreOp | None:
@@ -91,7 +92,7 @@ def store_through_transposes(nest: loop.ParallelOp, threads: bool) -> bool:
             lambda j: [image, body.emit(arith.AddiOp(channel, body.index(j))), first],
         )
 
-    em.parallel(count, threads, task)
+    em.parallel(count, threads and batch * points * channels >= PARALLEL_MIN_WORK, task)
     after = nest.next_op
     for op in em.take():
         if after is None:

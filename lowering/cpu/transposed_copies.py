@@ -17,6 +17,7 @@ of 8 and rows of at least 8 points.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import cast
@@ -30,6 +31,7 @@ from graphfuse.lowering.cpu.channels_last_stores import collapse
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder
 from graphfuse.lowering.cpu.gemm.transposed_pack import BLOCK, block_start, transposed_block
 from graphfuse.lowering.cpu.nest_indices import constant, pair
+from graphfuse.lowering.loop_to_upstream.convert_loop_to_upstream import PARALLEL_MIN_WORK
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,9 @@ def _rewrite(found: _Copy, threads: bool) -> None:
     width = found.extents[3]
     em = GemmBuilder()
     count, task = _plane_blocks(found, em) if width < BLOCK else _row_blocks(found)
-    em.parallel(count, threads, task)
+    # A copy too small to pay for worker threads stays on the calling thread, as
+    # convert-loop-to-upstream keeps such nests serial.
+    em.parallel(count, threads and math.prod(found.extents) >= PARALLEL_MIN_WORK, task)
     parent = found.nest.parent_block()
     assert parent is not None
     for op in em.take():

@@ -83,7 +83,7 @@ def tile_contraction(
     once = [(pack, buffer) for constant, pack, buffer in packs if constant]
     if once:
         _pack_once(em, kernel, once)
-    em.parallel(plan.tasks, threads, TaskEmitter(plan, packer).task)
+    em.parallel(plan.tasks, plan.threads, TaskEmitter(plan, packer).task)
     for op in em.take():
         parent.insert_op_before(op, nest)
     nest.detach()

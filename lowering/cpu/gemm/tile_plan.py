@@ -31,6 +31,10 @@ MAX_TILES_PER_TASK = 16
 """A task's row tiles share each B panel from L2 (16 tiles: 96 rows)."""
 MIN_TASKS = 8
 """Fewer tiles per task on short GEMMs, so both cores still get work."""
+MIN_THREADED_MACS = 1 << 19
+"""GEMMs with fewer multiply-adds (batch points included) run on the calling thread: a
+tiny ResNet's 3x3 convolutions of 150-300 k multiply-adds (3-6 us) took as long or longer
+on 2 threads, whose fork and join cost more than the second core saved."""
 
 
 @dataclass(frozen=True)
@@ -174,7 +178,7 @@ def plan_tiling(
     columns_fastest = _columns_fastest(found)
     return TilePlan(
         found=found,
-        threads=threads,
+        threads=threads and found.m * found.n * found.k * points >= MIN_THREADED_MACS,
         lanes=lanes,
         batch_args=batch_args,
         batch_shape=batch_shape,

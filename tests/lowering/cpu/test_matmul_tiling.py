@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
+from graphfuse.lowering.cpu.gemm import tile_plan
 from graphfuse.parsing import GraphfuseError, parse_text
 from graphfuse.runtime.build import CpuTarget, run_tool
 from graphfuse.testing.compare import compile_and_compare
@@ -47,11 +49,13 @@ SHAPES = [
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("shape", SHAPES, ids=[f"{s[0]}x{s[1]}x{s[2]}x{s[3]}" for s in SHAPES])
 def test_tiled_matmul_matches_reference(
-    shape: tuple[tuple[int, ...], int, int, int, bool], threads: int
+    shape: tuple[tuple[int, ...], int, int, int, bool], threads: int, monkeypatch: Any
 ) -> None:
     """SHAPES are sized for AVX2's 6x16 tiles (lanes=8, which AVX-512 hosts run too), so
     the tiling is the same on every host; test_avx512_geometry_matches_reference covers
-    the 32-column panels."""
+    the 32-column panels. They are smaller than tile_plan.MIN_THREADED_MACS, lowered here
+    to 0 so that their threaded form is the one tested."""
+    monkeypatch.setattr(tile_plan, "MIN_THREADED_MACS", 0)
     text = _matmul_bias_relu(*shape)
     options = CompileOptions(threads=threads, lanes=8)
     upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, options)
@@ -59,6 +63,15 @@ def test_tiled_matmul_matches_reference(
     # Every shape here has two panels or more, packed in parallel.
     assert ("scf.parallel" in upstream) == (threads > 1)
     compile_and_compare(parse_text(text, "mm"), options=options)
+
+
+@pytest.mark.parametrize("macs", [tile_plan.MIN_THREADED_MACS // 2, tile_plan.MIN_THREADED_MACS])
+def test_small_gemms_run_on_the_calling_thread(macs: int) -> None:
+    """A GEMM of fewer multiply-adds than MIN_THREADED_MACS is tiled without threads."""
+    text = _matmul_bias_relu((), 64, macs // (64 * 64), 64, True)
+    upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, CompileOptions(threads=2))
+    assert "vector.fma" in upstream
+    assert ("scf.parallel" in upstream) == (macs >= tile_plan.MIN_THREADED_MACS)
 
 
 @pytest.mark.parametrize("shape", [((), 1000, 100, 1, True), ((), 1, 1000, 100, True)])
