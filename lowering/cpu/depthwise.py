@@ -26,7 +26,7 @@ from typing import cast
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
 from xdsl.dialects.utils import FastMathFlag
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop.emitter import BlockBuilder
@@ -48,12 +48,10 @@ Otherwise (3x3) only rows of at most half a vector are: the copies and the NCHW 
 across channels cost more than the taps where rows fill a vector (3x3 on 14-wide rows,
 16 lanes: 2.1x the time; on 7-wide rows: 0.54x)."""
 _STRIDED_TAPS = 9
+_STRIDED_MAX_WIDTH = 28
 _L1_BYTES = 24 * 1024
 """What a block of channels may read between two uses of an input vector: most of a
 32 KB L1 data cache."""
-_KEPT_PADDING_BYTES = 1 << 20
-"""A channels-last padded copy up to this size keeps its border between calls (filled on
-the first call only) and so shares no memory with other scratch buffers."""
 _MAX_TAPS = 81
 """More taps than this stay a loop (the unrolled body would grow past what is worth it)."""
 
@@ -105,7 +103,7 @@ def match_depthwise(nest: loop.ParallelOp, lanes: int) -> _Depthwise | None:
     image, weight = loads
     width = nest.shape[3]
     shape = _buffer_shape(image.buffer)
-    strided = shape is not None and shape[3] >= 2 * width
+    strided = shape is not None and shape[3] >= 2 * width and width <= _STRIDED_MAX_WIDTH
     worth: bool = taps >= _MANY_TAPS or (taps >= _STRIDED_TAPS and strided) or 2 * width <= lanes
     return _Depthwise(nest, reduce, image, weight) if worth else None
 
@@ -260,52 +258,6 @@ def _fill(top: loop.ParallelOp, value: SSAValue, image: SSAValue) -> None:
     top.erase()
 
 
-def _fill_borders_once(kernel: loop.KernelOp, nest: loop.ParallelOp, image: SSAValue) -> None:
-    """The nests before `nest` that fill the channels-last copy `image` with a constant
-    (its zero border; the interior copy rewrites the rest on every call) run on the first
-    call only, the copy kept between calls, when it is at most `_KEPT_PADDING_BYTES`: a
-    7x7 plane's border is 40% of its padded copy (a 3x3 [1,960,7,7] spent an eighth of its
-    time in memset)."""
-    shape = _buffer_shape(image)
-    assert shape is not None
-    if 4 * math.prod(shape) > _KEPT_PADDING_BYTES:
-        return
-    fills = [
-        op
-        for op in kernel.body.block.ops
-        if isinstance(op, loop.ParallelOp) and op.is_before_in_block(nest) and _fills(op, image)
-    ]
-    if not fills:
-        return
-    em = BlockBuilder()
-
-    def moved(then: BlockBuilder) -> None:
-        for fill in fills:
-            fill.detach()
-            then.add(fill)
-
-    anchor = fills[0].next_op
-    while anchor is not None and anchor in fills:
-        anchor = anchor.next_op
-    flag = on_first_call(em, kernel.body.block, moved)
-    keep_between_calls(kernel, [flag, cast(BlockArgument, image)])
-    assert anchor is not None
-    for op in em.take():
-        kernel.body.block.insert_op_before(op, anchor)
-
-
-def _fills(nest: loop.ParallelOp, image: SSAValue) -> bool:
-    """`nest` stores one value defined outside it into `image`, and reads nothing."""
-    stores = [op for op in nest.walk() if isinstance(op, loop.StoreOp)]
-    loads = [op for op in nest.walk() if isinstance(op, loop.LoadOp)]
-    return (
-        len(stores) == 1
-        and not loads
-        and stores[0].buffer is image
-        and _outside(stores[0].value, nest)
-    )
-
-
 def rewrite_depthwise(
     found: _Depthwise, threads: bool = False, constants: Set[SSAValue] = frozenset()
 ) -> None:
@@ -329,9 +281,7 @@ def rewrite_depthwise(
             parent.insert_op_before(op, nest)
     else:
         parent.insert_op_before(copy, nest)
-    if _retarget_copies(found, image):
-        _fill_borders_once(kernel, nest, image)
-    else:
+    if not _retarget_copies(found, image):
         parent.insert_op_before(_channels_last(found.image.buffer, _IMAGE_PERM, image), nest)
     n_, c_, h_, w_ = nest.shape
     new = loop.ParallelOp([n_, h_, w_, c_])
