@@ -46,8 +46,8 @@ LARGE = {
     # name: (graph, what its upstream text must hold)
     "gemm_epilogue": (
         """
-func.func @main(%a: tensor<64x96xf32>, %b: tensor<96x80xf32>, %c: tensor<80xf32>, %r: tensor<64x80xf32>) -> tensor<64x80xf32> {
-  %m = graph.matmul %a, %b : (tensor<64x96xf32>, tensor<96x80xf32>) -> tensor<64x80xf32>
+func.func @main(%a: tensor<64x128xf32>, %b: tensor<128x80xf32>, %c: tensor<80xf32>, %r: tensor<64x80xf32>) -> tensor<64x80xf32> {
+  %m = graph.matmul %a, %b : (tensor<64x128xf32>, tensor<128x80xf32>) -> tensor<64x80xf32>
   %s = graph.add %m, %c : (tensor<64x80xf32>, tensor<80xf32>) -> tensor<64x80xf32>
   %t = graph.tanh %s : tensor<64x80xf32>
   %y = graph.add %t, %r : (tensor<64x80xf32>, tensor<64x80xf32>) -> tensor<64x80xf32>

@@ -13,6 +13,7 @@ import pytest
 
 import graphfuse
 from graphfuse.compiler import CompileOptions
+from graphfuse.lowering.cpu.gemm import tile_plan
 from graphfuse.runtime import CompiledFunction
 from graphfuse.runtime.cpu_tools import CpuTarget
 from graphfuse.runtime.kernel_objects import (
@@ -82,9 +83,13 @@ def test_kernel_objects_identical_modules_build_nothing(cache: Path, tmp_path: P
     assert _objects(cache) == {name for name in files if name.endswith(".o")}
 
 
-def test_kernel_objects_threads_build_and_compute(cache: Path) -> None:
+def test_kernel_objects_threads_build_and_compute(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """threads=2: the kernels' OpenMP loops call the parallel runtime from their own
-    objects, linked into one library."""
+    objects, linked into one library. (The 64x64x64 matmul is below the size that gets
+    threads; the threshold is lowered so that it does.)"""
+    monkeypatch.setattr(tile_plan, "MIN_THREADED_MACS", 0)
     compiled = graphfuse.compile(parse(ROW_MINUS_SUM), options=CompileOptions(threads=2))
     assert (cache / compiled.library_path.name).exists()
     assert any(p.name.startswith("libgraphfuse_parallel") for p in cache.iterdir())
