@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from pathlib import Path
@@ -410,22 +410,9 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
         if found is not None:
             return _from_cache(found, entry, output)
     module = load(module_or_path, input_shapes, constants)
-    _entry(module, entry)
-    with timed("graph to loop"):
-        fuse(module, options)
-        _to_loop(module)
-    signature = caller_signature(module, entry)
-    function = _entry(module, entry)
-    kernels = sum(1 for op in function.walk() if isinstance(op, loop.CallOp))
-    from graphfuse.lowering.graph_to_loop.detached_constants import large_constants
-
-    with timed("cpu lowering"):
-        pipelines.run(options.cpu_lowering(), module)
-    scratch = signature.scratch(_entry(module, entry))
-    offsets = scratch_offsets(_entry(module, entry))
-    # Large constants never reach the tools as text: a library written to `output` links
-    # their bytes in; one used here reserves their space and they are copied in on loading.
-    detached = large_constants(module)
+    lowered = lower_for_cpu(module, entry, options)
+    signature, scratch, offsets = lowered.signature, lowered.scratch, lowered.offsets
+    kernels, detached = lowered.kernels, lowered.detached
     cpu = options.build_target
     with timed("build"):
         library = build_module_library(
@@ -459,6 +446,54 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
         kernels,
         detached if output is None else {},
         offsets,
+    )
+
+
+@dataclass(frozen=True)
+class CpuLowered:
+    """What the CPU build of an entry needs besides its module (lowered in place): how
+    callers see it and the buffers and constants its runtime supplies."""
+
+    signature: Signature
+    scratch: list[MemRefType[Attribute]]
+    offsets: tuple[int, ...] | None
+    """The scratch buffers' planned byte offsets (loop-plan-scratch)."""
+    kernels: int
+    """Kernel calls the entry makes."""
+    detached: dict[str, bytes]
+    """Large constants that reach the build as bytes, not text (detached_constants.py)."""
+
+
+def lower_for_cpu(
+    module: ModuleOp,
+    entry: str,
+    options: CompileOptions,
+    fused: Callable[[ModuleOp], None] | None = None,
+) -> CpuLowered:
+    """Fuses `module` and lowers it in place to the upstream MLIR the CPU build takes: the
+    sequence `compile` and the profiler's builds share. `fused` sees the module between
+    fusion and the loop conversion."""
+    from graphfuse.lowering.graph_to_loop.detached_constants import large_constants
+
+    _entry(module, entry)
+    with timed("graph to loop"):
+        fuse(module, options)
+        if fused is not None:
+            fused(module)
+        _to_loop(module)
+    signature = caller_signature(module, entry)
+    kernels = sum(1 for op in _entry(module, entry).walk() if isinstance(op, loop.CallOp))
+    with timed("cpu lowering"):
+        pipelines.run(options.cpu_lowering(), module)
+    function = _entry(module, entry)
+    # Large constants never reach the tools as text: a library written to `output` links
+    # their bytes in; one used here reserves their space and they are copied in on loading.
+    return CpuLowered(
+        signature,
+        signature.scratch(function),
+        scratch_offsets(function),
+        kernels,
+        large_constants(module),
     )
 
 

@@ -20,19 +20,15 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import BlockArgument, SSAValue
 
-from graphfuse import pipelines
-from graphfuse.compiler import CompileOptions, caller_signature, check_options, fuse
+from graphfuse.compiler import CompileOptions, check_options, lower_for_cpu
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph.interpreter import find_function
-from graphfuse.lowering.graph_to_loop.detached_constants import large_constants
-from graphfuse.parsing import verify
 from graphfuse.passes.analysis.cost_model import op_flops
 from graphfuse.passes.analysis.kernel_stats import kernel_stats, value_bytes
 from graphfuse.profiling import runtime
 from graphfuse.profiling.instrument import instrument
 from graphfuse.profiling.origins import tokens_of
 from graphfuse.runtime.build import build_module_library
-from graphfuse.runtime.c_api.describe import scratch_offsets
 from graphfuse.runtime.compiled import CompiledFunction
 from graphfuse.timing import timed
 
@@ -73,18 +69,13 @@ class Builds:
 def build(module: ModuleOp, entry: str, options: CompileOptions) -> Builds:
     """Fuse and lower `module` (changed in place) and build it twice (module docstring)."""
     check_options(options)
-    find_function(module, entry)
-    with timed("graph to loop"):
-        fuse(module, options)
-        fused = _fused_kernels(find_function(module, entry))
-        pipelines.run(pipelines.to_loop(True), module)
-        verify(module)
-    signature = caller_signature(module, entry)
-    with timed("cpu lowering"):
-        pipelines.run(options.cpu_lowering(), module)
-    scratch = signature.scratch(find_function(module, entry))
-    offsets = scratch_offsets(find_function(module, entry))
-    detached = large_constants(module)
+    fused: list[Site] = []
+
+    def collect(fused_module: ModuleOp) -> None:
+        fused.extend(_fused_kernels(find_function(fused_module, entry)))
+
+    lowered = lower_for_cpu(module, entry, options, collect)
+    signature, detached = lowered.signature, lowered.detached
     instrumented = module.clone()
     callees = instrument(instrumented, entry)
     assert len(callees) == len(fused), "one kernel call per graph.fused"
@@ -99,10 +90,10 @@ def build(module: ModuleOp, entry: str, options: CompileOptions) -> Builds:
             entry,
             signature.inputs,
             signature.outputs,
-            scratch,
+            lowered.scratch,
             len(sites),
             detached,
-            offsets,
+            lowered.offsets,
         )
         for library in libraries
     )
