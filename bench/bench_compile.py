@@ -15,6 +15,10 @@ each ok or over. `--timing` prints graphfuse's stage tree of each cold compile.
 
 from __future__ import annotations
 
+from graphfuse.testing.extras import require
+
+require(__file__, "onnxruntime", "onnx", "torch", "transformers")
+
 import argparse
 import math
 import os

@@ -16,6 +16,10 @@ each; `target` bounds graphfuse over the faster of the two: 1.0 for memory-bound
 
 from __future__ import annotations
 
+from graphfuse.testing.extras import require
+
+require(__file__, "jax", "onnxruntime")
+
 import argparse
 import os
 import sys

@@ -10,6 +10,10 @@ machine's slow spells fall on all alike. The result is checked against NumPy.
 
 from __future__ import annotations
 
+from graphfuse.testing.extras import require
+
+require(__file__, "onnxruntime", "onnx")
+
 import argparse
 import os
 import sys

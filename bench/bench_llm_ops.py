@@ -13,6 +13,10 @@ each other first. `op/hand` at or below 1.0 meets the target.
 
 from __future__ import annotations
 
+from graphfuse.testing.extras import require
+
+require(__file__, "onnxruntime", "onnx")
+
 import argparse
 from collections.abc import Callable
 from typing import Any

@@ -28,6 +28,10 @@ configs. A model graphfuse cannot import, build or call gets a row with the one-
 
 from __future__ import annotations
 
+from graphfuse.testing.extras import require
+
+require(__file__, "onnxruntime", "onnx", "torch", "transformers")
+
 import argparse
 import ctypes
 import math

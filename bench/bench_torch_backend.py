@@ -17,6 +17,10 @@ machine and command: docs/torch-compile.md.
 
 from __future__ import annotations
 
+from graphfuse.testing.extras import require
+
+require(__file__, "torch")
+
 import argparse
 import os
 import sys

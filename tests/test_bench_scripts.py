@@ -4,6 +4,7 @@ themselves are not tested (bench/README.md)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -48,3 +49,24 @@ def test_bench_compile_runs_on_the_tiny_model(tmp_path: Path) -> None:
     assert len(rows) == 2 and not any("failed" in row for row in rows), run.stdout
     assert re.search(r"tiny BERT cold compile .* (ok|OVER)$", run.stdout, re.MULTILINE)
     assert (tmp_path / "models" / "bert-tiny" / "bert.onnx").exists()
+
+
+@pytest.mark.parametrize("script", ["bench_gemm.py", "bench_models.py", "bench_cpu.py"])
+def test_bench_script_without_the_test_extra_says_so(script: str, tmp_path: Path) -> None:
+    """onnxruntime made unimportable (a stub package raising ImportError first on the
+    path): one line naming it and the install command, exit status 2, no traceback."""
+    stub = tmp_path / "stubs" / "onnxruntime"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError('not installed')\n")
+    run = subprocess.run(
+        [sys.executable, str(BENCH / script), "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(tmp_path / "stubs")},
+    )
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    assert lines[0].startswith(f"{script}: needs onnxruntime") and "[test]" in lines[0]
