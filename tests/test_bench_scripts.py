@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,15 +21,21 @@ def test_bench_scripts_found() -> None:
     assert "bench_cpu.py" in SCRIPTS and len(SCRIPTS) >= 6
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_bench_script_starts(script: str, tmp_path: Path) -> None:
-    run = subprocess.run(
+def _help(script: str, folder: Path, env: dict[str, str] | None = None) -> Any:
+    """`script --help` run from `folder`."""
+    return subprocess.run(
         [sys.executable, str(BENCH / script), "--help"],
-        cwd=tmp_path,
+        cwd=folder,
         capture_output=True,
         text=True,
         timeout=300,
+        env=env,
     )
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_bench_script_starts(script: str, tmp_path: Path) -> None:
+    run = _help(script, tmp_path)
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("usage:")
 
@@ -58,14 +65,7 @@ def test_bench_script_without_the_test_extra_says_so(script: str, tmp_path: Path
     stub = tmp_path / "stubs" / "onnxruntime"
     stub.mkdir(parents=True)
     (stub / "__init__.py").write_text("raise ImportError('not installed')\n")
-    run = subprocess.run(
-        [sys.executable, str(BENCH / script), "--help"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(tmp_path / "stubs")},
-    )
+    run = _help(script, tmp_path, {**os.environ, "PYTHONPATH": str(tmp_path / "stubs")})
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr

@@ -222,13 +222,21 @@ def _channels_innermost(top: loop.ParallelOp) -> None:
     mapping: dict[SSAValue, SSAValue] = {
         old[d]: new for d, new in zip(_IMAGE_PERM, nest.body.block.args, strict=True)
     }
-    for op in top.body.block.ops:
-        nest.body.block.add_op(op.clone(value_mapper=mapping))
-    parent = top.parent_block()
+    _replace_nest(top, nest, mapping)
+
+
+def _replace_nest(
+    old: loop.ParallelOp, new: loop.ParallelOp, mapping: dict[SSAValue, SSAValue]
+) -> None:
+    """`new` (its body begun, `mapping` taking `old`'s indices to its values) gets the rest
+    of `old`'s body and takes its place."""
+    for op in old.body.block.ops:
+        new.body.block.add_op(op.clone(value_mapper=mapping))
+    parent = old.parent_block()
     assert parent is not None
-    parent.insert_op_before(nest, top)
-    top.detach()
-    top.erase()
+    parent.insert_op_before(new, old)
+    old.detach()
+    old.erase()
 
 
 def _is_fill(top: loop.ParallelOp, store: loop.StoreOp) -> bool:
@@ -338,14 +346,7 @@ def _block_channels(nest: loop.ParallelOp, block: int) -> None:
     c = arith.AddiOp(scaled.result, inner)
     body.add_op(c)
     old = nest.body.block.args
-    mapping: dict[SSAValue, SSAValue] = {old[0]: n, old[1]: h, old[2]: w, old[3]: c.result}
-    for op in nest.body.block.ops:
-        body.add_op(op.clone(value_mapper=mapping))
-    parent = nest.parent_block()
-    assert parent is not None
-    parent.insert_op_before(blocked, nest)
-    nest.detach()
-    nest.erase()
+    _replace_nest(nest, blocked, {old[0]: n, old[1]: h, old[2]: w, old[3]: c.result})
 
 
 def _taps(

@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     i64,
 )
-from xdsl.ir import Attribute, BlockArgument, Operation
+from xdsl.ir import Attribute, Block, BlockArgument, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.hints import isa
 
@@ -84,7 +84,7 @@ def live_ranges(function: func.FuncOp) -> list[LiveRange]:
         if arg in persistent:
             ranges.append(LiveRange(size, -1, _FOREVER))
             continue
-        places = [position[_top(use.operation, function)] for use in arg.uses]
+        places = [position[_top(block, use.operation)] for use in arg.uses]
         ranges.append(LiveRange(size, min(places, default=0), max(places, default=-1)))
     return ranges
 
@@ -104,8 +104,8 @@ def plan_offsets(ranges: list[LiveRange], alignment: int = abi.SCRATCH_ALIGNMENT
     for placed, n in enumerate(order):
         r = ranges[n]
         clash = (firsts[:placed] <= r.last) & (lasts[:placed] >= r.first)
-        mine = starts[:placed][clash].tolist(), ends[:placed][clash].tolist()
-        taken = sorted(zip(*mine, strict=True))
+        clashing = starts[:placed][clash].tolist(), ends[:placed][clash].tolist()
+        taken = sorted(zip(*clashing, strict=True))
         at = 0
         for start, end in taken:
             if at + r.bytes <= start:
@@ -117,13 +117,11 @@ def plan_offsets(ranges: list[LiveRange], alignment: int = abi.SCRATCH_ALIGNMENT
     return offsets
 
 
-def _top(op: Operation, function: func.FuncOp) -> Operation:
-    """The op of `function`'s body that holds `op`."""
-    while op.parent_op() is not function:
-        parent = op.parent_op()
-        assert parent is not None
-        op = parent
-    return op
+def _top(block: Block, op: Operation) -> Operation:
+    """The op of `block` (a function's body) that holds `op`."""
+    top = block.find_ancestor_op_in_block(op)
+    assert top is not None
+    return top
 
 
 def _persistent_arguments(function: func.FuncOp) -> set[BlockArgument]:

@@ -8,11 +8,14 @@ vector of X is a gather of floats H x W apart (5% of a 3x3 [1,64,56,56] layer, 1
 7x7 depthwise one). Here the copy reads 8 channels x 8 points of a row as 8 vector loads
 along the row, transposes them in registers (transposed_pack.py) and stores 8 vectors of
 8 channels, one per point. The last block of a row starts 8 before its end (overlapping
-the one before, which writes the same values), so rows of 8 or more points work.
+the one before, which writes the same values), so rows of 8 or more points work. Rows
+narrower than that (7x7 planes) are read as one run of H x W points per plane instead, each
+point's vector of channels stored at its own (h, w).
 
 Taken when a top-level nest of the kernel does only that (one load of a kernel argument,
 stored unchanged into another at constant offsets along h and w), with channels a multiple
-of 8 and rows of at least 8 points.
+of 8 and planes of at least 8 points. A copy too small to pay for worker threads runs on
+the calling thread.
 """
 
 from __future__ import annotations

@@ -23,12 +23,7 @@ from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import (
-    FunctionType,
-    IntegerAttr,
-    ModuleOp,
-    i64,
-)
+from xdsl.dialects.builtin import FunctionType, IntegerAttr, ModuleOp, i64
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
