@@ -24,7 +24,7 @@ from itertools import product
 from typing import cast
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import MemRefType
 from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -32,7 +32,7 @@ from graphfuse.dialects import loop
 from graphfuse.dialects.loop.emitter import BlockBuilder
 from graphfuse.lowering.cpu.channels_last_stores import store_through_transposes
 from graphfuse.lowering.cpu.first_call import keep_between_calls, on_first_call
-from graphfuse.lowering.cpu.nest_indices import constant, own_index
+from graphfuse.lowering.cpu.nest_indices import constant, index_in, own_index
 
 _CONTRACT = arith.FastMathFlagsAttr((FastMathFlag.ALLOW_CONTRACT,))
 _CHAINS = 4
@@ -131,12 +131,6 @@ def _loads(nest: loop.ParallelOp, reduce: loop.ReduceOp) -> tuple[loop.LoadOp, l
     if c in image.indices[2:] or c in weight.indices[1:]:
         return None
     return image, weight
-
-
-def _index(block: Block, value: int) -> SSAValue:
-    op = arith.ConstantOp(IntegerAttr(value, IndexType()))
-    block.add_op(op)
-    return op.result
 
 
 def _channels_last(source: SSAValue, perm: tuple[int, ...], target: SSAValue) -> loop.ParallelOp:
@@ -341,7 +335,7 @@ def _block_channels(nest: loop.ParallelOp, block: int) -> None:
     blocked = loop.ParallelOp([batch, channels // block, rows, columns, block])
     body = blocked.body.block
     n, outer, h, w, inner = body.args
-    scaled = arith.MuliOp(outer, _index(body, block))
+    scaled = arith.MuliOp(outer, index_in(body, block))
     body.add_op(scaled)
     c = arith.AddiOp(scaled.result, inner)
     body.add_op(c)
@@ -364,7 +358,7 @@ def _taps(
     for number, point in enumerate(product(*(range(e) for e in reduce.shape))):
         local = dict(mapping)
         for arg, position in zip(args, point, strict=True):
-            local[arg] = _index(block, position)
+            local[arg] = index_in(block, position)
         value: SSAValue | None = None
         for op in reduce.body.block.ops:
             if isinstance(op, loop.YieldOp):

@@ -9,8 +9,8 @@ plus a constant. One reading of those shapes here, not one per rewrite.
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr
+from xdsl.ir import Block, Operation, SSAValue
 
 
 def constant(value: SSAValue) -> int | float | None:
@@ -38,3 +38,10 @@ def pair(op: Operation, kind: type[Operation]) -> tuple[SSAValue, int] | None:
 def own_index(index: SSAValue, arg: SSAValue, extent: int) -> bool:
     """`index` is the nest index `arg`, or a constant 0 where its extent is 1."""
     return index is arg or (extent == 1 and constant(index) == 0)
+
+
+def index_in(block: Block, value: int) -> SSAValue:
+    """A new index constant `value` at the end of `block`."""
+    op = arith.ConstantOp(IntegerAttr(value, IndexType()))
+    block.add_op(op)
+    return op.result

@@ -16,7 +16,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
-from graphfuse.lowering.cpu.gemm.tile_plan import MR
 from graphfuse.testing.compare import compile_and_compare
 from graphfuse.testing.random_graphs import random_graph
 from tests.conftest import parse
@@ -53,7 +52,7 @@ func.func @main(%a: tensor<64x128xf32>, %b: tensor<128x80xf32>, %c: tensor<80xf3
   %y = graph.add %t, %r : (tensor<64x80xf32>, tensor<64x80xf32>) -> tensor<64x80xf32>
   func.return %y : tensor<64x80xf32>
 }""",
-        ("scf.parallel", "vector.fma", f"memref<{MR}x"),
+        ("scf.parallel", "vector.fma"),
     ),
     "batched_gemm_transposed": (
         """
@@ -63,7 +62,7 @@ func.func @main(%q: tensor<2x96x64xf32>, %k: tensor<2x80x64xf32>) -> tensor<2x96
   %y = graph.relu %m : tensor<2x96x80xf32>
   func.return %y : tensor<2x96x80xf32>
 }""",
-        ("scf.parallel", "vector.fma", f"memref<{MR}x"),
+        ("scf.parallel", "vector.fma"),
     ),
     "elementwise_and_rows": (
         """

@@ -5,7 +5,8 @@
 // relu(A @ B + D @ E) as one nest with two reductions (a fused downsampling block's two
 // convolutions have this form): the first moves to a nest of its own that stores its sums
 // into a scratch buffer of the nest's shape, the second's epilogue loads them; both are
-// tiled (two 6x16 tile loops) and the caller passes the scratch.
+// tiled (two 6x16 tile loops; on one thread each GEMM is one task, packing its panels one
+// at a time into one slot) and the caller passes the scratch.
 // CHECK-LABEL: loop.kernel @two_contractions {
 // CHECK-NEXT:  ^bb0(%{{.*}}: memref<32x64xf32>, %{{.*}}: memref<64x64xf32>, %{{.*}}: memref<32x48xf32>, %{{.*}}: memref<48x64xf32>, %{{.*}}: memref<32x64xf32>, %[[SUMS:.*]]: memref<32x64xf32>,
 // CHECK-NOT:   loop.reduce
@@ -13,7 +14,7 @@
 // CHECK:       vector.load %[[SUMS]]
 // CHECK-NOT:   loop.reduce
 // CHECK-LABEL: func.func @main(
-// CHECK-SAME:  %{{.*}}: memref<32x64xf32>, %{{.*}}: memref<4x1x64x16xf32>, %{{.*}}: memref<4x1x48x16xf32>) attributes {graphfuse.outputs = 1 : i64, graphfuse.scratch = 3 : i64}
+// CHECK-SAME:  %{{.*}}: memref<32x64xf32>, %{{.*}}: memref<1x1x64x16xf32>, %{{.*}}: memref<1x1x48x16xf32>) attributes {graphfuse.outputs = 1 : i64, graphfuse.scratch = 3 : i64}
 
 builtin.module {
   loop.kernel @two_contractions {

@@ -4,11 +4,11 @@
 // REQUIRES: mlir-opt
 
 // relu(A @ B + bias), 24x96 @ 96x40 (convert-graph-to-loop's form of it): the kernel gains
-// a scratch buffer for the packed B, Bp[3][1][96][16] (three tasks, one per 16-column
-// panel, the last padded; each task packs its panel into its own slot), which the caller
-// passes and counts. A, read at [m, k], is read in place.
+// a scratch buffer for the packed B, Bp[1][1][96][16] (one task on one thread, packing
+// its three 16-column panels, the last padded, one at a time into its slot), which the
+// caller passes and counts. A, read at [m, k], is read in place.
 // CHECK-LABEL: loop.kernel @fused_matmul_add_relu {
-// CHECK-NEXT:  ^bb0(%[[A:.*]]: memref<24x96xf32>, %{{.*}}: memref<96x40xf32>, %{{.*}}: memref<40xf32>, %{{.*}}: memref<24x40xf32>, %[[BP:.*]]: memref<3x1x96x16xf32>):
+// CHECK-NEXT:  ^bb0(%[[A:.*]]: memref<24x96xf32>, %{{.*}}: memref<96x40xf32>, %{{.*}}: memref<40xf32>, %{{.*}}: memref<24x40xf32>, %[[BP:.*]]: memref<1x1x96x16xf32>):
 // CHECK-NOT:   loop.reduce
 // The 6x16 tile: per k, two vector loads of the panel, six broadcasts of A, twelve FMAs.
 // CHECK:       scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
@@ -25,7 +25,7 @@
 // CHECK:       arith.maximumf {{.*}} : vector<8xf32>
 // CHECK-NEXT:  vector.store {{.*}} : memref<24x40xf32>, vector<8xf32>
 // CHECK-LABEL: func.func @main(
-// CHECK-SAME:  memref<24x40xf32>, %[[S1:.*]]: memref<3x1x96x16xf32>) attributes {graphfuse.outputs = 1 : i64, graphfuse.scratch = 1 : i64}
+// CHECK-SAME:  memref<24x40xf32>, %[[S1:.*]]: memref<1x1x96x16xf32>) attributes {graphfuse.outputs = 1 : i64, graphfuse.scratch = 1 : i64}
 // CHECK-NEXT:  loop.call @fused_matmul_add_relu(
 
 // With threads, a GEMM this small (92 k multiply-adds, below tile_plan.MIN_THREADED_MACS)

@@ -46,6 +46,7 @@ from graphfuse.lowering.cpu.gemm.tile_plan import plan_tiling
 from graphfuse.lowering.cpu.image_copies import interleave_image_copies
 from graphfuse.lowering.cpu.lanes import DEFAULT_LANES
 from graphfuse.lowering.cpu.padded_copies import split_padded_copies
+from graphfuse.lowering.cpu.separable_pools import separate_pools
 from graphfuse.lowering.cpu.transposed_copies import transpose_copies
 
 Pack = Callable[[GemmBuilder], None]
@@ -120,6 +121,7 @@ class LoopTileMatmulPass(ModulePass):
             positions = constants.get(kernel.sym_name.data, set())
             split_reductions(kernel)
             split_padded_copies(kernel)
+            separate_pools(kernel)
             vectorise_depthwise(kernel, self.lanes, self.threads, positions)
             interleave_image_copies(kernel)
             transpose_copies(kernel, self.threads)

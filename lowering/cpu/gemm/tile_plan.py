@@ -30,8 +30,14 @@ DOT_COLUMNS = 4
 MAX_TILES_PER_TASK = 16
 """A task's row tiles share each B panel from L2 (16 tiles: 96 rows)."""
 MIN_TASKS = 8
-"""Fewer tiles per task on short GEMMs, so both cores still get work."""
-MIN_THREADED_MACS = 1 << 19
+"""Fewer tiles per task on short threaded GEMMs, so both cores still get work (a GEMM on
+the calling thread is cut into row blocks only)."""
+MACS_PER_TASK = 1 << 19
+"""A short GEMM is cut into no more tasks than it has this many multiply-adds (two at
+least): each task packs its own B panels and takes its chunk from the shared loop
+counter, which on a tiny ResNet's 3x3 convolutions (150-300 k multiply-adds) cost more
+than the balance eight tasks buy."""
+MIN_THREADED_MACS = 1 << 17
 """GEMMs with fewer multiply-adds (batch points included) run on the calling thread: a
 tiny ResNet's 3x3 convolutions of 150-300 k multiply-adds (3-6 us) took as long or longer
 on 2 threads, whose fork and join cost more than the second core saved."""
@@ -173,12 +179,15 @@ def plan_tiling(
     # more fork and join).
     b_in_task = row_blocks == 1 and (b_batched or points == 1) and not b_constant
     panels = -(-found.n // (2 * lanes))
-    wanted = -(-MIN_TASKS // (points * row_blocks))
+    macs = found.m * found.n * found.k * points
+    threaded = threads and macs >= MIN_THREADED_MACS
+    fewest = max(2, min(MIN_TASKS, macs // MACS_PER_TASK)) if threaded else 1
+    wanted = -(-fewest // (points * row_blocks))
     panels_per_task = -(-panels // min(panels, max(1, wanted)))
     columns_fastest = _columns_fastest(found)
     return TilePlan(
         found=found,
-        threads=threads and found.m * found.n * found.k * points >= MIN_THREADED_MACS,
+        threads=threaded,
         lanes=lanes,
         batch_args=batch_args,
         batch_shape=batch_shape,

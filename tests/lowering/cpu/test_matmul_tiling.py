@@ -489,10 +489,10 @@ def test_a_read_in_place_when_its_rows_are_packed_rows(threads: int) -> None:
     an A read through a transpose is still packed. Both give the reference's results."""
     plain = _transposed_operands((2, 3, 40, 24), (2, 3, 24, 56), None, None)
     # A, B, the result and B's panels (6 batch points, 56 columns in panels of 2 * lanes
-    # columns: 4 of 16, or 2 of 32; 12 tasks, each packing its panels one at a time into
-    # a slot of its own): no Ap.
+    # columns: 4 of 16, or 2 of 32; on one thread 6 tasks, one per point, each packing
+    # its panels one at a time into a slot of its own): no Ap.
     operands = ["2x3x40x24xf32", "2x3x24x56xf32", "2x3x40x56xf32"]
-    for lanes, panels in ((8, "12x1x24x16xf32"), (16, "12x1x24x32xf32")):
+    for lanes, panels in ((8, "6x1x24x16xf32"), (16, "6x1x24x32xf32")):
         assert _kernel_buffers(plain, lanes) == [*operands, panels]
     transposed = _transposed_operands(*TRANSPOSED["A^T"])
     assert "6x40x24xf32" in _kernel_buffers(transposed)
