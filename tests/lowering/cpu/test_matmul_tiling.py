@@ -74,6 +74,22 @@ def test_small_gemms_run_on_the_calling_thread(macs: int) -> None:
     assert ("scf.parallel" in upstream) == (macs >= tile_plan.MIN_THREADED_MACS)
 
 
+@pytest.mark.parametrize("lanes", [8, 16])
+def test_one_panel_gemm_splits_its_rows_over_threads(lanes: int) -> None:
+    """A threaded GEMM with fewer panels than tasks wanted (32 x 288 @ 288 x 16: one
+    panel) splits its row tiles into two tasks, each packing the panel into a slot of
+    its own (two Bp slots, not one); the halves give the reference's result, on 2
+    threads and on 1."""
+    text = _matmul_bias_relu((), 32, 288, 16, True)
+    options = CompileOptions(threads=2, lanes=lanes)
+    upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, options)
+    assert "scf.parallel" in upstream
+    assert f"memref<2x1x288x{2 * lanes}xf32>" in upstream
+    for threads in (1, 2):
+        options = CompileOptions(threads=threads, lanes=lanes)
+        compile_and_compare(parse_text(text, "mm"), options=options)
+
+
 @pytest.mark.parametrize("shape", [((), 1000, 100, 1, True), ((), 1, 1000, 100, True)])
 def test_vector_matrix_products_keep_the_dot_product_form(
     shape: tuple[tuple[int, ...], int, int, int, bool],
