@@ -45,3 +45,19 @@ def index_in(block: Block, value: int) -> SSAValue:
     op = arith.ConstantOp(IntegerAttr(value, IndexType()))
     block.add_op(op)
     return op.result
+
+
+def andi_tests(condition: SSAValue) -> set[tuple[SSAValue, str, int]] | None:
+    """The leaves (x, predicate, c) of an `andi` tree of `cmpi sge` and `cmpi slt` against
+    constants (a padded read's in-bounds test), None for any other condition."""
+    op = condition.owner
+    if isinstance(op, arith.AndIOp):
+        left, right = andi_tests(op.lhs), andi_tests(op.rhs)
+        return None if left is None or right is None else left | right
+    if isinstance(op, arith.CmpiOp):
+        bound = constant(op.rhs)
+        if isinstance(bound, int):
+            names = {5: "sge", 2: "slt"}
+            name = names.get(op.predicate.value.data)
+            return None if name is None else {(op.lhs, name, bound)}
+    return None

@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
 from graphfuse.dialects import loop
-from graphfuse.lowering.cpu.nest_indices import constant, own_index, pair
+from graphfuse.lowering.cpu.nest_indices import andi_tests, constant, own_index, pair
 
 
 @dataclass(frozen=True)
@@ -55,21 +55,6 @@ def _clamp(value: SSAValue, args: list[SSAValue]) -> _Clamp | None:
     if shift is None or shift[0] not in args:
         return None
     return _Clamp(args.index(shift[0]), shift[1], upper[1] + 1, value, shifted)
-
-
-def _tests(condition: SSAValue) -> set[tuple[SSAValue, str, int]] | None:
-    """The leaves (x, predicate, c) of an `andi` tree of `cmpi`s against constants."""
-    op = condition.owner
-    if isinstance(op, arith.AndIOp):
-        left, right = _tests(op.lhs), _tests(op.rhs)
-        return None if left is None or right is None else left | right
-    if isinstance(op, arith.CmpiOp):
-        bound = constant(op.rhs)
-        if isinstance(bound, int):
-            names = {5: "sge", 2: "slt"}
-            name = names.get(op.predicate.value.data)
-            return None if name is None else {(op.lhs, name, bound)}
-    return None
 
 
 @dataclass(frozen=True)
@@ -129,7 +114,7 @@ def _match(nest: loop.ParallelOp) -> _PaddedCopy | None:
     wanted: set[tuple[SSAValue, str, int]] = set()
     for clamp in clamps.values():
         wanted |= {(clamp.shifted, "sge", 0), (clamp.shifted, "slt", clamp.extent)}
-    if _tests(select.cond) != wanted:
+    if andi_tests(select.cond) != wanted:
         return None
     return _PaddedCopy(nest, load, store, clamps, select.rhs)
 

@@ -1,22 +1,26 @@
-"""Max (and min) pooling as a pass down the columns, then one along the rows.
+"""Max and average pooling as a pass down the window's rows, then one along its columns.
 
-convert-graph-to-loop writes a max pool as a nest over the output points `[..., Ho, Wo]`
-with a `loop.reduce max [KH, KW]` inside, reading the input at clamped positions
-`min(max(ow * sw + j - left, 0), W - 1)` (a padded tap reads the nearest column, which is
-in the same window). The clamped column is not affine, so LLVM leaves the nest scalar:
-one float and two index compares per tap, 3-4 GFLOP/s, and ResNet's stem pool took as long
-as one of its 3x3 convolutions.
+convert-graph-to-loop writes a pool as a nest over the output points `[..., Ho, Wo]` with
+a `loop.reduce max` (or `add`, average pooling) `[KH, KW]` inside. A max pool reads the
+input at clamped positions `min(max(ow * sw + j - left, 0), W - 1)` (a padded tap reads
+the nearest column, which is in the same window); an average pool reads there too but
+selects 0 for a tap outside the input (`select(inside, x, 0)`), and divides after. The
+clamped column is not affine, so LLVM leaves the nest scalar: one float and two index
+compares per tap, 3-4 GFLOP/s. ResNet's stem pool took as long as one of its 3x3
+convolutions, and an Inception branch's 3x3 average pool 8x onnxruntime's time.
 
-A maximum over a window is a maximum over its columns of the maxima down them, so here
-such a nest becomes
+A maximum (a sum) over a window is the maximum (the sum) over its columns of the maxima
+(the sums) down them, so here such a nest becomes
 - a nest over `[..., Ho, Q]` (Q = (Wo - 1) * sw + KW window columns) that reduces over
   the KH taps of each column into a scratch buffer `V`, its inner loop reading the input
-  rows contiguously (the rows' clamps do not move with the column). Columns left of or past
-  the input get the reduction's identity (its init, -inf for a float maximum), which never
-  wins a window holding an input column: the rewrite is taken only where every window
-  does (the graph dialect's rule that padding is smaller than the kernel makes it so);
+  rows contiguously (the rows' clamps and tests do not move with the column). Columns
+  left of or past the input get the reduction's identity (its init: -inf for a float
+  maximum, 0 for a sum). A sum's taps there were the select's 0 already; a maximum's read
+  a repeated column, which the identity replaces only where every window holds an input
+  column (the graph dialect's rule that padding is smaller than the kernel makes it so);
 - the pooling nest itself, its reduction now over the KW columns of `V` at the affine
-  `ow * sw + j`, which LLVM vectorises as strided (interleaved) loads.
+  `ow * sw + j`, which LLVM vectorises as strided (interleaved) loads. What follows the
+  reduction (an average's divisor, the stores) is unchanged.
 
 Windows that do not overlap (KW <= sw) and read no padding are left alone: their loads
 are affine already, and the scratch pass only adds traffic (2x2 at stride 2: 1.2x the
@@ -32,14 +36,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import AnyFloat, MemRefType
+from xdsl.dialects.builtin import AnyFloat, IntegerAttr, MemRefType, i1
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects import loop
-from graphfuse.lowering.cpu.nest_indices import constant, index_in
+from graphfuse.lowering.cpu.nest_indices import andi_tests, constant, index_in
 
-_SEPARABLE = (loop.ReduceKind.MAX, loop.ReduceKind.MIN)
+_SEPARABLE = (loop.ReduceKind.MAX, loop.ReduceKind.MIN, loop.ReduceKind.ADD)
+_IDEMPOTENT = (loop.ReduceKind.MAX, loop.ReduceKind.MIN)
+"""Reductions a repeated or an identity column leaves unchanged: only these may read a
+clamped column outside the input as the identity."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,9 @@ class _Pool:
     column_ops: frozenset[Operation]
     """The body's ops that compute the column from ow and j (not cloned into the first
     nest, which has no ow or j)."""
+    inside_tests: frozenset[Operation]
+    """Compares of the column position with 0 and the width, guarding the value (true
+    in the first nest, which reads inside columns only)."""
 
 
 def _owner_op(value: SSAValue) -> Operation | None:
@@ -135,8 +145,8 @@ def _load_width(load: loop.LoadOp) -> int | None:
 
 
 def _window_reduce(nest: loop.ParallelOp) -> loop.ReduceOp | None:
-    """The nest's one region op, a float max or min reduction over a 2-d window whose
-    body loads, computes and stores nothing, reading the nest's indices and values from
+    """The nest's one region op, a float max, min or sum over a 2-d window whose body
+    stores nothing and nests no loops, reading the nest's indices and values from
     outside the nest only (the first nest is built from the body alone)."""
     ops = list(nest.body.block.ops)
     reduces = [op for op in ops if isinstance(op, loop.ReduceOp)]
@@ -162,7 +172,7 @@ def _window_reduce(nest: loop.ParallelOp) -> loop.ReduceOp | None:
 
 
 def match_pool(nest: loop.ParallelOp) -> _Pool | None:
-    """The max or min pooling `nest` computes, if it is one this module takes."""
+    """The max, min or sum pooling `nest` computes, if it is one this module takes."""
     reduce = _window_reduce(nest)
     if reduce is None:
         return None
@@ -181,25 +191,73 @@ def match_pool(nest: loop.ParallelOp) -> _Pool | None:
     if width is None or (extent is not None and extent != width):
         return None
     column_ops = frozenset(_slice(column, reduce))
-    if not _window_columns_only(reduce, column_ops, ow):
+    tests = _inside_tests(reduce, position, width)
+    if tests is None or not _window_columns_only(reduce, column_ops, tests, ow):
         return None
     stride = linear[0][0]
     if clamp is None and reduce.shape[1] <= stride:
         return None  # affine loads, no window overlaps: LLVM vectorises the nest as it is
-    pool = _Pool(nest, reduce, column, linear[1], clamp is not None, width, stride, column_ops)
-    return pool if _every_window_reads_input(pool) else None
+    if clamp is not None and not tests and reduce.kind.data not in _IDEMPOTENT:
+        return None  # a clamped column outside the input counts in a sum
+    found = _Pool(
+        nest, reduce, column, linear[1], clamp is not None, width, stride, column_ops, tests
+    )
+    return found if _every_window_reads_input(found) else None
+
+
+def _inside_tests(
+    reduce: loop.ReduceOp, position: SSAValue, width: int
+) -> frozenset[Operation] | None:
+    """The compares `position >= 0` and `position < width` when the body's value is
+    `select(those and row tests, value, init)` (a tap outside the input gives the
+    identity: average pooling); no compares when the column is not tested; None when
+    it is tested some other way."""
+    compares = frozenset(
+        use.operation for use in position.uses if isinstance(use.operation, arith.CmpiOp)
+    )
+    if not compares:
+        return frozenset()
+    last = reduce.body.block.last_op
+    assert isinstance(last, loop.YieldOp)
+    select = last.values[0].owner
+    if not isinstance(select, arith.SelectOp) or constant(select.rhs) != constant(reduce.init):
+        return None
+    leaves = andi_tests(select.cond)
+    if leaves is None or len(compares) != 2:
+        return None
+    tested = {(name, bound) for x, name, bound in leaves if x is position}
+    if tested != {("sge", 0), ("slt", width)}:
+        return None
+    # Each compare feeds the select's andi tree alone.
+    tree: set[Operation] = {select}
+    stack = [select.cond]
+    while stack:
+        owner = stack.pop().owner
+        if isinstance(owner, arith.AndIOp):
+            tree.add(owner)
+            stack.extend(owner.operands)
+    if any(use.operation not in tree for op in compares for use in op.result.uses):
+        return None
+    return compares
 
 
 def _window_columns_only(
-    reduce: loop.ReduceOp, column_ops: frozenset[Operation], ow: SSAValue
+    reduce: loop.ReduceOp,
+    column_ops: frozenset[Operation],
+    tests: frozenset[Operation],
+    ow: SSAValue,
 ) -> bool:
-    """ow and the column tap j reach nothing but the loads' last index: every other load
-    index and every value of the body is the same for all of a window's columns."""
+    """ow and the column tap j reach nothing but the loads' last index and the column's
+    inside tests: every other load index and every value of the body is the same for
+    all of a window's columns."""
     moving = {ow, reduce.body.block.args[1], *(r for op in column_ops for r in op.results)}
+    allowed = column_ops | tests
     for op in reduce.body.block.ops:
+        if op in tests:
+            continue
         if op in column_ops:
             if any(
-                use.operation not in column_ops and not isinstance(use.operation, loop.LoadOp)
+                use.operation not in allowed and not isinstance(use.operation, loop.LoadOp)
                 for result in op.results
                 for use in result.uses
             ):
@@ -256,8 +314,12 @@ def _columns(pool: _Pool, buffer: SSAValue, first: int, count: int) -> loop.Para
     inner = rows.body.block
     mapping[reduce.body.block.args[0]] = inner.args[0]
     mapping[pool.column] = _shifted(inner, t, first + pool.offset)
+    if pool.inside_tests:
+        true = arith.ConstantOp(IntegerAttr(1, i1))
+        inner.add_op(true)
+        mapping.update({test.results[0]: true.result for test in pool.inside_tests})
     for op in reduce.body.block.ops:
-        if op not in pool.column_ops:
+        if op not in pool.column_ops and op not in pool.inside_tests:
             inner.add_op(op.clone(value_mapper=mapping))
     window_column = _shifted(block, t, first)
     block.add_ops(
@@ -308,7 +370,7 @@ def rewrite_pool(pool: _Pool) -> None:
 
 
 def separate_pools(kernel: loop.KernelOp) -> None:
-    """Rewrites every top-level max or min pooling nest of `kernel` this module takes."""
+    """Rewrites every top-level pooling nest of `kernel` this module takes."""
     for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
         found = match_pool(nest)
         if found is not None:

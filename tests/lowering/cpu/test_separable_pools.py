@@ -1,10 +1,11 @@
-"""Max pools split into a pass down the window's rows and one along its columns
-(lowering/cpu/separable_pools.py), against the reference interpreter: with padding (the
-nearest-column reads become -inf columns of the scratch), without it, at strides 1 to 3,
-asymmetric windows, padding of 2, a fused prologue (relu(a + b)) evaluated once per input
-point, NaN inputs (a NaN in a window must still win), and on 1 and 2 threads. The split is
-checked to be taken (or not) in the lowered kernel, so a test fails if the matcher stops
-matching."""
+"""Max and average pools split into a pass down the window's rows and one along its
+columns (lowering/cpu/separable_pools.py), against the reference interpreter: with padding
+(the nearest-column reads of a max pool and the zero-guarded reads of an average pool
+become identity columns of the scratch), without it, at strides 1 to 3, asymmetric
+windows, padding of 2, average pools counting the padding or not, a fused prologue
+(relu(a + b)) evaluated once per input point, NaN inputs (a NaN in a window must still
+win), and on 1 and 2 threads. The split is checked to be taken (or not) in the lowered
+kernel, so a test fails if the matcher stops matching."""
 
 from __future__ import annotations
 
@@ -18,12 +19,13 @@ from graphfuse.testing.compare import compile_and_compare
 Shape = tuple[int, int, int, int]
 
 
-def _max_pool(
+def _pool(
     shape: Shape,
     kernel: tuple[int, int],
     strides: tuple[int, int],
     padding: tuple[int, int, int, int],
     prologue: bool = False,
+    kind: str = "max",
 ) -> str:
     n, c, h, w = shape
     top, left, bottom, right = padding
@@ -34,18 +36,21 @@ def _max_pool(
         f"kernel = [{kernel[0]}, {kernel[1]}] strides = [{strides[0]}, {strides[1]}] "
         f"padding = [{top}, {left}, {bottom}, {right}]"
     )
+    if kind != "max":
+        attrs += " count_include_pad" if kind == "avg_include_pad" else ""
+        kind = "avg"
     if prologue:
         return f"""
 func.func @main(%a: {x}, %b: {x}) -> {y} {{
   %s = graph.add %a, %b : ({x}, {x}) -> {x}
   %r = graph.relu %s : {x}
-  %0 = graph.max_pool2d %r {attrs} : {x} -> {y}
+  %0 = graph.{kind}_pool2d %r {attrs} : {x} -> {y}
   func.return %0 : {y}
 }}
 """
     return f"""
 func.func @main(%x: {x}) -> {y} {{
-  %0 = graph.max_pool2d %x {attrs} : {x} -> {y}
+  %0 = graph.{kind}_pool2d %x {attrs} : {x} -> {y}
   func.return %0 : {y}
 }}
 """
@@ -75,7 +80,7 @@ def _has_scratch(text: str) -> bool:
 @pytest.mark.parametrize("pool", POOLS, ids=[str(p[:4]) for p in POOLS])
 def test_split_pool_matches_reference(pool: tuple, threads: int) -> None:  # type: ignore[type-arg]
     *geometry, taken = pool
-    text = _max_pool(*geometry)
+    text = _pool(*geometry)
     assert _has_scratch(text) == taken
     options = CompileOptions(threads=threads)
     rng = np.random.default_rng(3)
@@ -88,17 +93,40 @@ def test_split_pool_matches_reference(pool: tuple, threads: int) -> None:  # typ
 def test_fused_prologue_is_evaluated_per_input_point(threads: int) -> None:
     """relu(a + b) fused into the pool: computed in the pass down the rows, where the
     loads are; one kernel, its result the reference's."""
-    text = _max_pool((2, 8, 15, 15), (3, 3), (2, 2), (1, 1, 1, 1), prologue=True)
-    graph_ir = lower_to(parse_text(text, "p"), Stage.GRAPH)
-    assert graph_ir.count("graph.fused") == 1
-    assert _has_scratch(text)
-    compile_and_compare(parse_text(text, "p"), options=CompileOptions(threads=threads))
+    for kind in ("max", "avg"):
+        text = _pool((2, 8, 15, 15), (3, 3), (2, 2), (1, 1, 1, 1), True, kind)
+        graph_ir = lower_to(parse_text(text, "p"), Stage.GRAPH)
+        assert graph_ir.count("graph.fused") == 1
+        assert _has_scratch(text)
+        compile_and_compare(parse_text(text, "p"), options=CompileOptions(threads=threads))
+
+
+AVG_POOLS = [
+    ((1, 8, 14, 14), (3, 3), (1, 1), (1, 1, 1, 1), True),  # Inception's branch pool
+    ((2, 4, 9, 9), (3, 3), (2, 2), (1, 1, 1, 1), True),
+    ((1, 4, 7, 8), (2, 3), (2, 1), (0, 1, 1, 1), True),  # asymmetric, end-only rows
+    ((1, 3, 6, 6), (3, 3), (2, 2), (2, 2, 2, 2), True),  # padding of 2
+    ((1, 8, 16, 16), (2, 2), (2, 2), (0, 0, 0, 0), False),  # DenseNet's transition
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("kind", ["avg", "avg_include_pad"])
+@pytest.mark.parametrize("pool", AVG_POOLS, ids=[str(p[:4]) for p in AVG_POOLS])
+def test_split_average_pool_matches_reference(pool: tuple, kind: str, threads: int) -> None:  # type: ignore[type-arg]
+    """A tap outside the input adds zero (the select's zero, the scratch's identity
+    columns); the divisor, computed after the sum, is unchanged."""
+    *geometry, taken = pool
+    text = _pool(*geometry, kind=kind)
+    assert _has_scratch(text) == taken
+    options = CompileOptions(threads=threads)
+    compile_and_compare(parse_text(text, "p"), options=options)
 
 
 def test_nan_in_a_window_wins() -> None:
     """The -inf columns for padding never hide a NaN: max pooling propagates it, as the
     reference's maximum does."""
-    text = _max_pool((1, 2, 8, 8), (3, 3), (2, 2), (1, 1, 1, 1))
+    text = _pool((1, 2, 8, 8), (3, 3), (2, 2), (1, 1, 1, 1))
     x = np.random.default_rng(0).standard_normal((1, 2, 8, 8)).astype(np.float32)
     x[0, 0, 0, 0] = np.nan  # read by the first window through the padding's clamp
     x[0, 1, 4, 7] = np.nan  # the last column of a row
