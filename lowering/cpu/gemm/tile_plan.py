@@ -183,14 +183,13 @@ def plan_tiling(
     threaded = threads and macs >= MIN_THREADED_MACS
     fewest = max(2, min(MIN_TASKS, macs // MACS_PER_TASK)) if threaded else 1
     wanted = -(-fewest // (points * row_blocks))
-    if wanted > panels and row_blocks == 1 and full > 1:
-        # Too few panels for the tasks wanted (32 x 32 from a 4x4 image pair): the row
-        # tiles are split too, each task packing the panels it reads itself; packing a
-        # panel twice costs less than a pass over B before the tasks, with its own fork
-        # and join.
-        per_task = -(-full // min(full, -(-wanted // panels)))
+    if threaded and points * panels == 1 and row_blocks == 1 and full > 1:
+        # One panel, one task (32 x 32 from a 4x4 image pair): the row tiles are split
+        # in two, each task packing the panel itself; packing it twice costs less than a
+        # pass over B before the tasks, with its own fork and join.
+        per_task = -(-full // 2)
         row_blocks = -(-full // per_task)
-        wanted = -(-fewest // (points * row_blocks))
+        wanted = 1
     panels_per_task = -(-panels // min(panels, max(1, wanted)))
     columns_fastest = _columns_fastest(found)
     return TilePlan(

@@ -76,10 +76,9 @@ def test_small_gemms_run_on_the_calling_thread(macs: int) -> None:
 
 @pytest.mark.parametrize("lanes", [8, 16])
 def test_one_panel_gemm_splits_its_rows_over_threads(lanes: int) -> None:
-    """A threaded GEMM with fewer panels than tasks wanted (32 x 288 @ 288 x 16: one
-    panel) splits its row tiles into two tasks, each packing the panel into a slot of
-    its own (two Bp slots, not one); the halves give the reference's result, on 2
-    threads and on 1."""
+    """A threaded GEMM of one panel (32 x 288 @ 288 x 16) splits its row tiles into two
+    tasks, each packing the panel into a slot of its own (two Bp slots, not one); the
+    halves give the reference's result, on 2 threads and on 1."""
     text = _matmul_bias_relu((), 32, 288, 16, True)
     options = CompileOptions(threads=2, lanes=lanes)
     upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, options)
