@@ -15,7 +15,7 @@ from graphfuse.parsing import parse_text
 from graphfuse.testing.compare import compile_and_compare
 
 
-def _pool(
+def pool_text(
     kind: str,
     shape: tuple[int, int, int, int],
     kernel: tuple[int, int],
@@ -23,6 +23,8 @@ def _pool(
     padding: tuple[int, int, int, int],
     include_pad: bool = False,
 ) -> str:
+    """A @main taking %x and returning `kind`_pool2d of it (shared with
+    test_separable_pools.py)."""
     n, c, h, w = shape
     top, left, bottom, right = padding
     oh = (h + top + bottom - kernel[0]) // strides[0] + 1
@@ -61,7 +63,7 @@ def test_max_pool_of_negative_inputs_matches_reference(
     pool: tuple[tuple[int, int, int, int], tuple[int, int], tuple[int, int], tuple[int, ...]],
     threads: int,
 ) -> None:
-    text = _pool("max", *pool)  # type: ignore[arg-type]
+    text = pool_text("max", *pool)  # type: ignore[arg-type]
     options = CompileOptions(threads=threads)
     compile_and_compare(parse_text(text, "p"), options=options, inputs=_negative(text))
     compile_and_compare(parse_text(text, "p"), options=options)
@@ -71,7 +73,7 @@ def test_max_pool_of_negative_inputs_matches_reference(
 def test_max_pool_reads_nearest_positions_without_selects(
     pool: tuple[tuple[int, int, int, int], tuple[int, int], tuple[int, int], tuple[int, ...]],
 ) -> None:
-    loop_ir = lower_to(parse_text(_pool("max", *pool), "p"), Stage.LOOP)  # type: ignore[arg-type]
+    loop_ir = lower_to(parse_text(pool_text("max", *pool), "p"), Stage.LOOP)  # type: ignore[arg-type]
     assert "arith.select" not in loop_ir and "arith.minsi" in loop_ir
 
 
@@ -90,6 +92,6 @@ def test_avg_pool_matches_reference(
     include_pad: bool,
     threads: int,
 ) -> None:
-    text = _pool("avg", *pool, include_pad=include_pad)  # type: ignore[arg-type]
+    text = pool_text("avg", *pool, include_pad=include_pad)  # type: ignore[arg-type]
     options = CompileOptions(threads=threads)
     compile_and_compare(parse_text(text, "p"), options=options, inputs=_negative(text))

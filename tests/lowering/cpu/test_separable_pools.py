@@ -15,6 +15,7 @@ import pytest
 from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.parsing import parse_text
 from graphfuse.testing.compare import compile_and_compare
+from tests.lowering.cpu.test_pooling import pool_text
 
 Shape = tuple[int, int, int, int]
 
@@ -27,33 +28,16 @@ def _pool(
     prologue: bool = False,
     kind: str = "max",
 ) -> str:
-    n, c, h, w = shape
-    top, left, bottom, right = padding
-    oh = (h + top + bottom - kernel[0]) // strides[0] + 1
-    ow = (w + left + right - kernel[1]) // strides[1] + 1
-    x, y = f"tensor<{n}x{c}x{h}x{w}xf32>", f"tensor<{n}x{c}x{oh}x{ow}xf32>"
-    attrs = (
-        f"kernel = [{kernel[0]}, {kernel[1]}] strides = [{strides[0]}, {strides[1]}] "
-        f"padding = [{top}, {left}, {bottom}, {right}]"
+    """test_pooling's pool of %x; with `prologue`, of relu(a + b) instead."""
+    include_pad = kind == "avg_include_pad"
+    text = pool_text(kind[:3], shape, kernel, strides, padding, include_pad)
+    if not prologue:
+        return text
+    x = f"tensor<{'x'.join(map(str, shape))}xf32>"
+    add = f"  %s = graph.add %a, %b : ({x}, {x}) -> {x}\n  %x = graph.relu %s : {x}\n"
+    return text.replace(f"@main(%x: {x})", f"@main(%a: {x}, %b: {x})").replace(
+        "  %0 = ", add + "  %0 = "
     )
-    if kind != "max":
-        attrs += " count_include_pad" if kind == "avg_include_pad" else ""
-        kind = "avg"
-    if prologue:
-        return f"""
-func.func @main(%a: {x}, %b: {x}) -> {y} {{
-  %s = graph.add %a, %b : ({x}, {x}) -> {x}
-  %r = graph.relu %s : {x}
-  %0 = graph.{kind}_pool2d %r {attrs} : {x} -> {y}
-  func.return %0 : {y}
-}}
-"""
-    return f"""
-func.func @main(%x: {x}) -> {y} {{
-  %0 = graph.{kind}_pool2d %x {attrs} : {x} -> {y}
-  func.return %0 : {y}
-}}
-"""
 
 
 # (input, kernel, strides, padding, split taken)
