@@ -343,7 +343,7 @@ def _along_rows(pool: _Pool, buffer: SSAValue) -> loop.ReduceOp:
 
 def rewrite_pool(pool: _Pool) -> None:
     """Replaces `pool`'s window reduction by the two passes of the module's doc; the
-    column maxima are a new scratch argument of the kernel."""
+    columns' reductions are a new scratch argument of the kernel."""
     nest, reduce = pool.nest, pool.reduce
     kernel = nest.parent_op()
     parent = nest.parent_block()
