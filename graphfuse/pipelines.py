@@ -50,8 +50,8 @@ def to_loop(cpu: bool = True) -> str:
 
 def cpu_lowering(parallel: bool, lanes: int) -> str:
     """Loop kernels to upstream MLIR for the CPU: GEMM tiling on the loop dialect, the
-    scratch buffers' shared layout, the conversion (scf.parallel for threads when `parallel`), then tuning of the upstream loops
-    for vectors of `lanes` f32."""
+    scratch buffers' shared layout, the conversion (scf.parallel for threads when
+    `parallel`), then tuning of the upstream loops for vectors of `lanes` f32."""
     return join(
         spec("loop-tile-matmul", threads=parallel, lanes=lanes),
         "loop-split-epilogues",

@@ -26,13 +26,14 @@ from typing import cast
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType
 from xdsl.dialects.utils import FastMathFlag
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop.emitter import BlockBuilder
 from graphfuse.lowering.cpu.channels_last_stores import store_through_transposes
 from graphfuse.lowering.cpu.first_call import keep_between_calls, on_first_call
-from graphfuse.lowering.cpu.nest_indices import constant, index_in, own_index
+from graphfuse.lowering.cpu.nest_indices import buffer_shape, constant, index_in, own_index
+from graphfuse.lowering.loop_to_upstream.loop_indexing import inside
 
 _CONTRACT = arith.FastMathFlagsAttr((FastMathFlag.ALLOW_CONTRACT,))
 _CHAINS = 4
@@ -68,23 +69,6 @@ class _Depthwise:
     """The weight load: [c, ...] with c the nest's second index."""
 
 
-def _buffer_shape(value: SSAValue) -> tuple[int, ...] | None:
-    typ = value.type
-    if not isinstance(typ, MemRefType):
-        return None
-    shape = tuple(typ.get_shape())
-    return shape if all(s > 0 for s in shape) else None
-
-
-def _outside(value: SSAValue, nest: Operation) -> bool:
-    """`value` is defined outside `nest` (a kernel argument or an op before it)."""
-    owner = value.owner
-    if isinstance(owner, Block):
-        parent = owner.parent_op()
-        return parent is None or (parent is not nest and not nest.is_ancestor(parent))
-    return not nest.is_ancestor(owner)
-
-
 def match_depthwise(nest: loop.ParallelOp, lanes: int) -> _Depthwise | None:
     """The depthwise convolution `nest` computes, if it is one this module takes."""
     if len(nest.shape) != 4 or nest.shape[1] < 8:
@@ -97,14 +81,14 @@ def match_depthwise(nest: loop.ParallelOp, lanes: int) -> _Depthwise | None:
     if reduce.kind.data != loop.ReduceKind.ADD or len(reduce.shape) != 3:
         return None
     taps = reduce.shape[0] * reduce.shape[1] * reduce.shape[2]
-    if reduce.shape[0] != 1 or taps > _MAX_TAPS or not _outside(reduce.init, nest):
+    if reduce.shape[0] != 1 or taps > _MAX_TAPS or inside(reduce.init, nest):
         return None
     loads = _loads(nest, reduce)
     if loads is None:
         return None
     image, weight = loads
     width = nest.shape[3]
-    shape = _buffer_shape(image.buffer)
+    shape = buffer_shape(image.buffer)
     strided = shape is not None and shape[3] >= 2 * width and width <= _STRIDED_MAX_WIDTH
     worth: bool = taps >= _MANY_TAPS or (taps >= _STRIDED_TAPS and strided) or 2 * width <= lanes
     return _Depthwise(nest, reduce, image, weight) if worth else None
@@ -119,14 +103,14 @@ def _loads(nest: loop.ParallelOp, reduce: loop.ReduceOp) -> tuple[loop.LoadOp, l
     n, c = nest.body.block.args[0], nest.body.block.args[1]
     image = weight = None
     for load in loads:
-        shape = _buffer_shape(load.buffer)
-        if shape is None or len(shape) != 4 or not _outside(load.buffer, nest):
+        shape = buffer_shape(load.buffer)
+        if shape is None or len(shape) != 4 or inside(load.buffer, nest):
             return None
         if own_index(load.indices[0], n, nest.shape[0]) and load.indices[1] is c:
             image = load
         elif load.indices[0] is c and shape[0] == nest.shape[1]:
             weight = load
-    if image is None or weight is None or _buffer_shape(image.buffer)[1] != nest.shape[1]:  # type: ignore[index]
+    if image is None or weight is None or buffer_shape(image.buffer)[1] != nest.shape[1]:  # type: ignore[index]
         return None
     if c in image.indices[2:] or c in weight.indices[1:]:
         return None
@@ -136,7 +120,7 @@ def _loads(nest: loop.ParallelOp, reduce: loop.ReduceOp) -> tuple[loop.LoadOp, l
 def _channels_last(source: SSAValue, perm: tuple[int, ...], target: SSAValue) -> loop.ParallelOp:
     """A nest copying `source` into `target` with target[i] = source[i permuted by perm]
     (target dimension d is source dimension perm[d])."""
-    shape = _buffer_shape(target)
+    shape = buffer_shape(target)
     assert shape is not None
     nest = loop.ParallelOp(shape)
     block = nest.body.block
@@ -178,7 +162,7 @@ def _retarget_copies(found: _Depthwise, image: SSAValue) -> bool:
         store.parent_block().insert_op_before(replacement, store)  # type: ignore[union-attr]
         store.detach()
         store.erase()
-        if _outside(store.value, top) and len(top.shape) == len(_IMAGE_PERM):
+        if not inside(store.value, top) and len(top.shape) == len(_IMAGE_PERM):
             _channels_innermost(top)
     return True
 
@@ -244,13 +228,13 @@ def _is_fill(top: loop.ParallelOp, store: loop.StoreOp) -> bool:
         own_index(index, arg, extent)
         for index, arg, extent in zip(store.indices, args, top.shape, strict=True)
     )
-    whole = tuple(top.shape) == _buffer_shape(store.buffer)
-    return len(ops) == 2 and own and whole and _outside(store.value, top)
+    whole = tuple(top.shape) == buffer_shape(store.buffer)
+    return len(ops) == 2 and own and whole and not inside(store.value, top)
 
 
 def _fill(top: loop.ParallelOp, value: SSAValue, image: SSAValue) -> None:
     """Replaces the fill nest `top` by one over `image`'s shape (channels innermost)."""
-    shape = _buffer_shape(image)
+    shape = buffer_shape(image)
     assert shape is not None
     nest = loop.ParallelOp(shape)
     block = nest.body.block
@@ -306,7 +290,7 @@ def rewrite_depthwise(
     nest.erase()
     store_through_transposes(new, threads)
     rows = found.reduce.shape[1]
-    image_shape = _buffer_shape(image)
+    image_shape = buffer_shape(image)
     assert image_shape is not None
     _block_channels(new, _channel_block(c_, rows * image_shape[2], found.reduce.shape))
 

@@ -9,7 +9,7 @@ plus a constant. One reading of those shapes here, not one per rewrite.
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 
@@ -61,3 +61,25 @@ def andi_tests(condition: SSAValue) -> set[tuple[SSAValue, str, int]] | None:
             name = names.get(op.predicate.value.data)
             return None if name is None else {(op.lhs, name, bound)}
     return None
+
+
+def clamped(value: SSAValue) -> tuple[SSAValue, int] | None:
+    """(x, E) when `value` is `min(max(x, 0), E - 1)` (em.iclamp's form: a padded read's
+    nearest position inside a source of extent E)."""
+    upper = pair(value.owner, arith.MinSIOp) if isinstance(value.owner, Operation) else None
+    if upper is None:
+        return None
+    inner = upper[0].owner
+    lower = pair(inner, arith.MaxSIOp) if isinstance(inner, Operation) else None
+    if lower is None or lower[1] != 0:
+        return None
+    return lower[0], upper[1] + 1
+
+
+def buffer_shape(value: SSAValue) -> tuple[int, ...] | None:
+    """The static shape of the memref `value`, None for anything else."""
+    typ = value.type
+    if not isinstance(typ, MemRefType):
+        return None
+    shape = tuple(typ.get_shape())
+    return shape if all(s > 0 for s in shape) else None

@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
 from graphfuse.dialects import loop
-from graphfuse.lowering.cpu.nest_indices import andi_tests, constant, own_index, pair
+from graphfuse.lowering.cpu.nest_indices import andi_tests, clamped, constant, own_index, pair
 
 
 @dataclass(frozen=True)
@@ -42,19 +42,16 @@ class _Clamp:
 
 
 def _clamp(value: SSAValue, args: list[SSAValue]) -> _Clamp | None:
-    upper = pair(value.owner, arith.MinSIOp) if isinstance(value.owner, Operation) else None
-    if upper is None:
+    found = clamped(value)
+    if found is None:
         return None
-    lower = pair(upper[0].owner, arith.MaxSIOp) if isinstance(upper[0].owner, Operation) else None
-    if lower is None or lower[1] != 0:
-        return None
-    shifted = lower[0]
+    shifted, extent = found
     if shifted in args:  # no offset: padding at the end only
-        return _Clamp(args.index(shifted), 0, upper[1] + 1, value, shifted)
+        return _Clamp(args.index(shifted), 0, extent, value, shifted)
     shift = pair(shifted.owner, arith.AddiOp) if isinstance(shifted.owner, Operation) else None
     if shift is None or shift[0] not in args:
         return None
-    return _Clamp(args.index(shift[0]), shift[1], upper[1] + 1, value, shifted)
+    return _Clamp(args.index(shift[0]), shift[1], extent, value, shifted)
 
 
 @dataclass(frozen=True)

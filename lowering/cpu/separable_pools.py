@@ -41,7 +41,15 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects import loop
-from graphfuse.lowering.cpu.nest_indices import andi_tests, constant, index_in
+from graphfuse.lowering.cpu.gemm.contractions import factor
+from graphfuse.lowering.cpu.nest_indices import (
+    andi_tests,
+    buffer_shape,
+    clamped,
+    constant,
+    index_in,
+)
+from graphfuse.lowering.loop_to_upstream.loop_indexing import inside
 
 _SEPARABLE = (loop.ReduceKind.MAX, loop.ReduceKind.MIN, loop.ReduceKind.ADD)
 _IDEMPOTENT = (loop.ReduceKind.MAX, loop.ReduceKind.MIN)
@@ -67,17 +75,6 @@ class _Pool:
     inside_tests: frozenset[Operation]
     """Compares of the column position with 0 and the width, guarding the value (true
     in the first nest, which reads inside columns only)."""
-
-
-def _owner_op(value: SSAValue) -> Operation | None:
-    owner = value.owner
-    return owner if isinstance(owner, Operation) else owner.parent_op()
-
-
-def _outside(value: SSAValue, nest: Operation) -> bool:
-    """`value` is defined outside `nest`."""
-    owner = _owner_op(value)
-    return owner is None or (owner is not nest and not nest.is_ancestor(owner))
 
 
 def _linear(value: SSAValue, args: Sequence[SSAValue]) -> tuple[list[int], int] | None:
@@ -106,44 +103,6 @@ def _linear(value: SSAValue, args: Sequence[SSAValue]) -> tuple[list[int], int] 
     return None
 
 
-def _clamp(value: SSAValue) -> tuple[SSAValue, int] | None:
-    """(x, extent) when `value` is min(max(x, 0), extent - 1) or max(min(x, extent - 1), 0)."""
-    outer = value.owner
-    if not isinstance(outer, arith.MinSIOp | arith.MaxSIOp):
-        return None
-    inner_kind = arith.MaxSIOp if isinstance(outer, arith.MinSIOp) else arith.MinSIOp
-    for inner_value, bound in ((outer.lhs, outer.rhs), (outer.rhs, outer.lhs)):
-        inner = inner_value.owner
-        if not isinstance(inner, inner_kind) or constant(bound) is None:
-            continue
-        for x, other in ((inner.lhs, inner.rhs), (inner.rhs, inner.lhs)):
-            low, high = (constant(other), constant(bound))
-            if isinstance(outer, arith.MaxSIOp):
-                low, high = high, low
-            if low == 0 and isinstance(high, int):
-                return x, high + 1
-    return None
-
-
-def _slice(value: SSAValue, reduce: loop.ReduceOp) -> set[Operation]:
-    """The ops of `reduce`'s body that `value` is computed from."""
-    found: set[Operation] = set()
-    stack = [value]
-    while stack:
-        op = stack.pop().owner
-        if isinstance(op, Operation) and op not in found and reduce.is_ancestor(op):
-            found.add(op)
-            stack.extend(op.operands)
-    return found
-
-
-def _load_width(load: loop.LoadOp) -> int | None:
-    typ = load.buffer.type
-    if not isinstance(typ, MemRefType) or not typ.get_shape() or typ.get_shape()[-1] <= 0:
-        return None
-    return typ.get_shape()[-1]
-
-
 def _window_reduce(nest: loop.ParallelOp) -> loop.ReduceOp | None:
     """The nest's one region op, a float max, min or sum over a 2-d window whose body
     stores nothing and nests no loops, reading the nest's indices and values from
@@ -160,13 +119,11 @@ def _window_reduce(nest: loop.ParallelOp) -> loop.ReduceOp | None:
     body = list(reduce.body.block.ops)
     if any(op.regions or isinstance(op, loop.StoreOp) for op in body):
         return None
-    if not _outside(reduce.init, nest):
+    if inside(reduce.init, nest):
         return None
     args = set(nest.body.block.args)
     for operand in (operand for op in body for operand in op.operands):
-        owner = _owner_op(operand)
-        inside = owner is not None and nest.is_ancestor(owner) and not reduce.is_ancestor(owner)
-        if inside and operand not in args:
+        if inside(operand, nest) and not inside(operand, reduce) and operand not in args:
             return None
     return reduce
 
@@ -181,18 +138,22 @@ def match_pool(nest: loop.ParallelOp) -> _Pool | None:
         return None
     column = loads[0].indices[-1]
     ow, j = nest.body.block.args[-1], reduce.body.block.args[1]
-    clamp = _clamp(column)
+    clamp = clamped(column)
     position, extent = clamp if clamp is not None else (column, None)
     linear = _linear(position, [ow, j])
-    widths = {_load_width(load) for load in loads}
-    if linear is None or linear[0][1] != 1 or linear[0][0] < 1 or len(widths) != 1:
+    shapes = {buffer_shape(load.buffer) for load in loads}
+    if linear is None or linear[0][1] != 1 or linear[0][0] < 1 or len(shapes) != 1:
         return None
-    width = widths.pop()
-    if width is None or (extent is not None and extent != width):
+    shape = shapes.pop()
+    if shape is None or (extent is not None and extent != shape[-1]):
         return None
-    column_ops = frozenset(_slice(column, reduce))
+    width = shape[-1]
+    computed = factor(column, reduce)
     tests = _inside_tests(reduce, position, width)
-    if tests is None or not _window_columns_only(reduce, column_ops, tests, ow):
+    if computed is None or tests is None:
+        return None
+    column_ops = frozenset(computed.chain)
+    if not _window_columns_only(reduce, column_ops, tests, ow):
         return None
     stride = linear[0][0]
     if clamp is None and reduce.shape[1] <= stride:

@@ -54,9 +54,10 @@ def _pure(op: Operation) -> bool:
     return not op.regions and (isinstance(op, loop.LoadOp) or op.dialect_name() == "arith")
 
 
-def factor(value: SSAValue, nest: loop.ParallelOp) -> Operand | None:
-    """`value` with the ops in `nest` it is computed from, or None if one of them is not
-    a load or a region-free arith op (then it cannot be cloned to pack it)."""
+def factor(value: SSAValue, nest: Operation) -> Operand | None:
+    """`value` with the ops in `nest` (a loop nest or reduction) it is computed from, or
+    None if one of them is not a load or a region-free arith op (then it cannot be cloned
+    to pack it)."""
     chain: list[Operation] = []
     depends: set[SSAValue] = set()
     pending: list[SSAValue] = [value]

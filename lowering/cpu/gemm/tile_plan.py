@@ -169,8 +169,9 @@ def plan_tiling(
     b_batched = any(x in found.b.depends for x in batch_args)
     b_constant = reads_constants(found.b, constants)
     full = found.m // MR
-    # Row blocks of up to 16 tiles (one block for a short GEMM); then the panels are
-    # split too, until there are MIN_TASKS tasks. The row tail joins the last block.
+    # Row blocks of up to 16 tiles (one block for a short GEMM); then, on threads, the
+    # panels are split too, until there is a task per MACS_PER_TASK (two at least,
+    # MIN_TASKS at most). The row tail joins the last block.
     per_task = min(full, MAX_TILES_PER_TASK) or 1
     row_blocks = max(1, -(-full // per_task))
     # With one row block (and B per batch point, or one point) every panel belongs to
