@@ -7,17 +7,22 @@ bias, activation, residual add) then runs on the finished tile, `lanes` columns 
 straight from those registers where tile_epilogue.py allows (the columns of a last panel
 past a multiple of `lanes`, and every column where it does not, point by point from a
 small stack buffer the tile is stored to). A task is one (batch point, row block, panel
-block): for each panel of its block, the row block's full tiles, then (last row block
-only) the rows left over (M mod MR) as a narrower tile. The last panel's tiles are only
-as wide as its columns below N need: one vector when they fit one, and up to DOT_COLUMNS
-columns past its last full vector are computed as dot products along K (`_dots`: A's row
-times the column, packed along K, `lanes` products per multiply-add) instead of by one
-more vector of mostly padding (a 7x7 layer at batch 1: N = 49 is 3 vectors of 16 and 1).
+block): its row block's full tiles, then (last row block only) the rows left over
+(M mod MR) as a narrower tile, each across the block's panels when the plan says rows
+outer (its panels fit in L2: the tile's rows are written as MR streams along the columns,
+which a short K's GEMM, attention's 1500 x 64 @ 64 x 1500 scores, is bound by), else
+each panel's row tiles in turn (a long K's panels read from L2 by every row tile of the
+block; and a task packing its own panels packs each right before its tiles). The last
+panel's tiles are only as wide as its columns below N need: one vector when they fit
+one, and up to DOT_COLUMNS columns past its last full vector are computed as dot
+products along K (`_dots`: A's row times the column, packed along K, `lanes` products
+per multiply-add) instead of by one more vector of mostly padding (a 7x7 layer at batch
+1: N = 49 is 3 vectors of 16 and 1).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, memref, scf, vector
@@ -81,62 +86,98 @@ class TaskEmitter:
         slot_b = number if plan.b_in_task else point if plan.b_batched else em.index(0)
         tile = em.emit(memref.AllocaOp.get(f32, shape=[MR, plan.nr])) if self.scalar else None
         task = _Task(batch, slot_a, slot_b, tile)
-        full = found.m // MR
         first_panel, last_panel = em.chunk(panel_block, plan.panels_per_task, plan.panels)
-        first, last = em.chunk(row_block, plan.per_task, full)
-        _, panel_loop = em.loop(first_panel, last_panel)
-        panel = panel_loop.block.args[0]
-        if plan.b_in_task:
-            next_panel = panel_loop.emit(arith.AddiOp(panel, panel_loop.index(1)))
-            own = batch if plan.b_batched else {}
-            span = (panel, next_panel)
-            self.packer.pack_b_panels(panel_loop, slot_b, span, own, local=plan.b_in_task)
-        rows_span = (first, last)
-        narrow = _Shape(plan.last_panel_vectors, plan.dot_columns, True)
-        if not plan.special_last:
-            self._panel_tiles(panel_loop, task, row_block, panel, rows_span, _Shape(2, 0, None))
-        elif plan.panels == 1:
-            self._panel_tiles(panel_loop, task, row_block, panel, rows_span, narrow)
-        else:
-            last_panel_index = panel_loop.index(plan.panels - 1)
-            is_last = panel_loop.emit(arith.CmpiOp(panel, last_panel_index, "eq"))
-            short, wide = GemmBuilder(), GemmBuilder()
-            self._panel_tiles(short, task, row_block, panel, rows_span, narrow)
-            self._panel_tiles(wide, task, row_block, panel, rows_span, _Shape(2, 0, False))
-            short.add(scf.YieldOp())
-            wide.add(scf.YieldOp())
-            panel_loop.add(scf.IfOp(is_last, [], Region(short.block), Region(wide.block)))
-        panel_loop.add(scf.YieldOp())
+        first, last = em.chunk(row_block, plan.per_task, found.m // MR)
+        panels = (first_panel, last_panel)
 
-    def _panel_tiles(
+        def tiles(inner: GemmBuilder, row0: SSAValue, rows: int, panel: SSAValue) -> None:
+            self._shaped(
+                inner, panel, lambda at, shape: self._tile(at, task, row0, panel, rows, shape)
+            )
+
+        if plan.rows_outer:
+            self._rows(
+                em,
+                row_block,
+                (first, last),
+                lambda inner, row0, rows: self._panels(
+                    inner, task, panels, lambda at, panel: tiles(at, row0, rows, panel)
+                ),
+            )
+        else:
+            self._panels(
+                em,
+                task,
+                panels,
+                lambda inner, panel: self._rows(
+                    inner,
+                    row_block,
+                    (first, last),
+                    lambda at, row0, rows: tiles(at, row0, rows, panel),
+                ),
+            )
+
+    def _panels(
         self,
         em: GemmBuilder,
         task: _Task,
-        row_block: SSAValue,
-        panel: SSAValue,
-        rows_span: tuple[SSAValue, SSAValue],
-        vectors: _Shape,
+        panels: tuple[SSAValue, SSAValue],
+        body: Callable[[GemmBuilder, SSAValue], None],
     ) -> None:
-        """The task's tiles of one panel, of shape `vectors`: the row block's full tiles,
-        then the row tail."""
-        if self.found.m // MR:
-            _, rows = em.loop(*rows_span)
-            row0 = rows.emit(arith.MuliOp(rows.block.args[0], rows.index(MR)))
-            self._tile(rows, task, row0, panel, MR, vectors)
-            rows.add(scf.YieldOp())
-        if self.found.m % MR:
-            self._tail(em, task, row_block, panel, vectors)
+        """`body` for each panel in `panels`, after packing it where the task packs its
+        own."""
+        plan = self.plan
+        _, panel_loop = em.loop(*panels)
+        panel = panel_loop.block.args[0]
+        if plan.b_in_task:
+            next_panel = panel_loop.emit(arith.AddiOp(panel, panel_loop.index(1)))
+            own = task.batch if plan.b_batched else {}
+            span = (panel, next_panel)
+            self.packer.pack_b_panels(panel_loop, task.slot_b, span, own, local=True)
+        body(panel_loop, panel)
+        panel_loop.add(scf.YieldOp())
 
-    def _tail(
-        self, em: GemmBuilder, task: _Task, row_block: SSAValue, panel: SSAValue, vectors: _Shape
+    def _rows(
+        self,
+        em: GemmBuilder,
+        row_block: SSAValue,
+        tiles: tuple[SSAValue, SSAValue],
+        body: Callable[[GemmBuilder, SSAValue, int], None],
     ) -> None:
-        """The rows past the last full tile, in the last row block only."""
+        """`body` for each full row tile in `tiles` (its first row, MR rows), then, in the
+        last row block only, for the rows past the last full tile."""
         full, tail = divmod(self.found.m, MR)
-        is_last = em.emit(arith.CmpiOp(row_block, em.index(self.plan.row_blocks - 1), "eq"))
-        then = GemmBuilder()
-        self._tile(then, task, then.index(full * MR), panel, tail, vectors)
-        then.add(scf.YieldOp())
-        em.add(scf.IfOp(is_last, [], Region(then.block)))
+        if full:
+            _, rows = em.loop(*tiles)
+            body(rows, rows.emit(arith.MuliOp(rows.block.args[0], rows.index(MR))), MR)
+            rows.add(scf.YieldOp())
+        if tail:
+            is_last = em.emit(arith.CmpiOp(row_block, em.index(self.plan.row_blocks - 1), "eq"))
+            then = GemmBuilder()
+            body(then, then.index(full * MR), tail)
+            then.add(scf.YieldOp())
+            em.add(scf.IfOp(is_last, [], Region(then.block)))
+
+    def _shaped(
+        self, em: GemmBuilder, panel: SSAValue, body: Callable[[GemmBuilder, _Shape], None]
+    ) -> None:
+        """`body` with the tiles' shape in `panel`: the last panel's own (narrower, or with
+        dot columns) where it differs from the others', by a test at run time when the
+        task's panels may hold both."""
+        plan = self.plan
+        narrow = _Shape(plan.last_panel_vectors, plan.dot_columns, True)
+        if not plan.special_last:
+            body(em, _Shape(2, 0, None))
+        elif plan.panels == 1:
+            body(em, narrow)
+        else:
+            is_last = em.emit(arith.CmpiOp(panel, em.index(plan.panels - 1), "eq"))
+            short, wide = GemmBuilder(), GemmBuilder()
+            body(short, narrow)
+            body(wide, _Shape(2, 0, False))
+            short.add(scf.YieldOp())
+            wide.add(scf.YieldOp())
+            em.add(scf.IfOp(is_last, [], Region(short.block), Region(wide.block)))
 
     def _tile(
         self,

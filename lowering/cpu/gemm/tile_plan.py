@@ -13,8 +13,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import Float32Type, MemRefType, VectorType, f32
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, OpResult, SSAValue
 
 from graphfuse.lowering.cpu.gemm.contractions import Contraction, factor, reads_constants
 from graphfuse.lowering.cpu.gemm.row_panels import RowRun, row_run
@@ -41,6 +42,12 @@ MIN_THREADED_MACS = 1 << 17
 """GEMMs with fewer multiply-adds (batch points included) run on the calling thread: a
 tiny ResNet's 3x3 convolutions of 150-300 k multiply-adds (3-6 us) took as long or longer
 on 2 threads, whose fork and join cost more than the second core saved."""
+ROWS_OUTER_B_BYTES = 1 << 19
+"""A task whose packed B panels take at most this many bytes (half a 1 MiB L2) runs each
+row tile across them. Whisper's scores (1500 x 64 @ 64 x 1500 per head: 47 panels of
+8 KiB) took 11.1 ms with the panels outside, writing a tile's 12 lines a row apart at a
+time, and 8.3 ms this way (onnxruntime: 8.6); past L2 each tile would read the panels
+from L3."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,10 @@ class TilePlan:
     b_constant: bool
     """The operand reads only constants: packed on the first call only."""
     b_in_task: bool
+    rows_outer: bool
+    """Each row tile runs across the task's panels (the panels' loop inside the rows'):
+    the tile's MR output rows are then written as MR streams along their columns, not a
+    tile's worth of lines a row apart each time."""
     """Each task packs its own panels right before its tiles read them, one at a time,
     into a slot of its own (Bp[task][0]) that stays in cache for the panel's tiles."""
     per_task: int
@@ -205,6 +216,8 @@ def plan_tiling(
         a_constant=reads_constants(found.a, constants),
         b_constant=b_constant,
         b_in_task=b_in_task,
+        rows_outer=not b_in_task
+        and panels_per_task * found.k * 2 * lanes * 4 <= ROWS_OUTER_B_BYTES,
         per_task=per_task,
         row_blocks=row_blocks,
         panels_per_task=panels_per_task,
@@ -231,9 +244,15 @@ def _a_in_place(
     leading = indices[: len(indices) - 2]
     if indices[-2:] != [rows[0], reduction[0]]:
         return None
-    if not all(i in batch_args for i in leading):
+    if not all(i in batch_args or _constant(i) for i in leading):
         return None
     return rows[0], reduction[0]
+
+
+def _constant(index: SSAValue) -> bool:
+    """Whether `index` is a constant (a size-1 batch dimension's 0: Whisper's scores
+    [1, heads, S, S] are read at [0, h, m, k])."""
+    return isinstance(index, OpResult) and isinstance(index.op, arith.ConstantOp)
 
 
 def _columns_fastest(found: Contraction) -> bool:

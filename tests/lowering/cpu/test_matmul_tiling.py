@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
-from graphfuse.lowering.cpu.gemm import tile_plan
+from graphfuse.lowering.cpu.gemm import loop_tile_matmul, tile_plan
 from graphfuse.parsing import GraphfuseError, parse_text
 from graphfuse.runtime.build import CpuTarget, run_tool
 from graphfuse.testing.compare import compile_and_compare
@@ -515,6 +515,16 @@ def test_a_read_in_place_when_its_rows_are_packed_rows(threads: int) -> None:
         compile_and_compare(parse_text(text, "mm"), options=CompileOptions(threads=threads))
 
 
+def test_a_read_in_place_through_a_size_one_batch_dimension() -> None:
+    """Attention's scores [1, heads, S, S] are read at [0, h, m, k]: the constant index of
+    the size-1 dimension does not stop the tiles from reading A where it is (a packed copy
+    of 54 MB per call cost Whisper's P @ V a fifth of its time)."""
+    text = _transposed_operands((1, 3, 40, 24), (1, 3, 24, 56), None, None)
+    operands = ["1x3x40x24xf32", "1x3x24x56xf32", "1x3x40x56xf32"]
+    assert _kernel_buffers(text, 16) == [*operands, "3x1x24x32xf32"]
+    compile_and_compare(parse_text(text, "mm"), options=CompileOptions(threads=2))
+
+
 def _batched_matmul(m: int) -> str:
     a, b, out = _t(4, m, 64), _t(4, 64, 200), _t(4, m, 200)
     return f"""func.func @main(%a: {a}, %b: {b}) -> {out} {{
@@ -553,3 +563,66 @@ def test_transposed_input_fuses_into_convolution_and_pooling() -> None:
     assert lower_to(parse_text(text, "c"), Stage.GRAPH, options).count("graph.fused") == 1
     assert "vector.fma" in lower_to(parse_text(text, "c"), Stage.UPSTREAM, options)
     compile_and_compare(parse_text(text, "c"), options=options)
+
+
+ROW_ORDER_CASES = {
+    # 1000 rows (11 row blocks, a tail of 4), 17 columns: one panel and a narrow one.
+    "1000x5x17": ((), 1000, 5, 17, True),
+    # batch 2x3, B per batch point: 3 row blocks, 70 columns (a last panel of 6 at AVX2).
+    "2x3x200x40x70": ((2, 3), 200, 40, 70, False),
+    # 49 columns at AVX-512: 32 + 16 + 1 dot column.
+    "130x24x49": ((), 130, 24, 49, True),
+}
+
+
+def _plans(monkeypatch: Any) -> list[tile_plan.TilePlan]:
+    """The plans loop-tile-matmul makes from here on, recorded."""
+    plans: list[tile_plan.TilePlan] = []
+
+    def record(*args: Any) -> tile_plan.TilePlan:
+        plans.append(planned(*args))
+        return plans[-1]
+
+    planned = tile_plan.plan_tiling
+    monkeypatch.setattr(loop_tile_matmul, "plan_tiling", record)
+    return plans
+
+
+@pytest.mark.parametrize("lanes", [8, 16])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("budget", [0, tile_plan.ROWS_OUTER_B_BYTES])
+@pytest.mark.parametrize("case", list(ROW_ORDER_CASES))
+def test_row_tiles_run_across_the_panels_when_they_fit(
+    case: str, budget: int, threads: int, lanes: int, monkeypatch: Any
+) -> None:
+    """A task whose packed panels fit ROWS_OUTER_B_BYTES runs each row tile across them
+    (its MR output rows written as streams along N); with a budget of 0 it runs the
+    panels outside, as before. Both orders, with their row tails, narrow last panels and
+    dot columns, give the reference's results."""
+    monkeypatch.setattr(tile_plan, "ROWS_OUTER_B_BYTES", budget)
+    monkeypatch.setattr(tile_plan, "MIN_THREADED_MACS", 0)
+    plans = _plans(monkeypatch)
+    text = _matmul_bias_relu(*ROW_ORDER_CASES[case])
+    options = CompileOptions(threads=threads, lanes=lanes)
+    compile_and_compare(parse_text(text, "mm"), options=options)
+    assert len(plans) == 1 and not plans[0].b_in_task
+    assert plans[0].rows_outer == (budget > 0)
+
+
+def test_rows_stay_inside_the_panels_when_the_panels_outgrow_the_budget(
+    monkeypatch: Any,
+) -> None:
+    """Panels past the budget (a long K) keep the panel loop outside, where each panel is
+    read from L2 by the row block's tiles; one row block (the task packs its own panels)
+    keeps it too. A 1500 x 64 @ 64 x 1500 product (attention's scores) fits and runs
+    its rows outside."""
+    plans = _plans(monkeypatch)
+    for m, k, n in ((1500, 64, 1500), (200, 4608, 512), (60, 64, 200)):
+        text = _matmul_bias_relu((), m, k, n, True)
+        lower_to(parse_text(text, "mm"), Stage.UPSTREAM, CompileOptions(threads=2, lanes=16))
+    by_shape = {(p.found.m, p.found.k, p.found.n): p for p in plans}
+    assert by_shape[(1500, 64, 1500)].rows_outer
+    # 4608 x 32 x 4 bytes a panel: past the budget from the first one on.
+    assert not by_shape[(200, 4608, 512)].rows_outer
+    # 60 rows: one row block, whose task packs each panel right before its tiles.
+    assert by_shape[(60, 64, 200)].b_in_task and not by_shape[(60, 64, 200)].rows_outer
