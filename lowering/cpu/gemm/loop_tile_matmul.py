@@ -47,6 +47,7 @@ from graphfuse.lowering.cpu.image_copies import interleave_image_copies
 from graphfuse.lowering.cpu.lanes import DEFAULT_LANES
 from graphfuse.lowering.cpu.padded_copies import split_padded_copies
 from graphfuse.lowering.cpu.separable_pools import separate_pools
+from graphfuse.lowering.cpu.strided_phases import split_strided_phases
 from graphfuse.lowering.cpu.transposed_copies import transpose_copies
 
 Pack = Callable[[GemmBuilder], None]
@@ -124,6 +125,7 @@ class LoopTileMatmulPass(ModulePass):
             separate_pools(kernel)
             vectorise_depthwise(kernel, self.lanes, self.threads, positions)
             interleave_image_copies(kernel)
+            split_strided_phases(kernel)
             transpose_copies(kernel, self.threads)
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
                 found = match_contraction(nest)
