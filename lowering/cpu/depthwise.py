@@ -49,9 +49,12 @@ Otherwise (3x3) only rows of at most half a vector are: the copies and the NCHW 
 across channels cost more than the taps where rows fill a vector (3x3 on 14-wide rows,
 16 lanes: 2.1x the time; on 7-wide rows: 0.54x)."""
 _STRIDED_TAPS = 9
-_STRIDED_MAX_WIDTH = 28
-"""Strided rows wider than this keep the row path: MobileNetV2's [1,96,112,112] at stride 2
-(56-wide rows) ran 0.6 ms slower in the model through a 5 MB channels-last copy."""
+_STRIDED_MAX_WIDTH = 20
+"""Strided rows wider than this keep the row path, whose padded plane is stored in column
+phases (strided_phases.py): MobileNetV2's [1,96,112,112] at stride 2 (56-wide rows) ran
+0.6 ms slower in the model through a 5 MB channels-last copy; with the phases, 28-wide
+rows ([1,144,56,56] 3x3/2) take 63 us against 99 this way and 24-wide ones 35 against 53,
+while 16- to 20-wide rows measure within 7% either way (2 threads)."""
 _L1_BYTES = 24 * 1024
 """What a block of channels may read between two uses of an input vector: most of a
 32 KB L1 data cache."""

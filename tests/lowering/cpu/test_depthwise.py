@@ -119,7 +119,7 @@ def test_channels_innermost() -> None:
 def test_wide_rows_untouched(lanes: int) -> None:
     """3x3 rows wider than half a vector stay vectorised along the row (the reduction is
     kept), and 5x5 ones at stride 1; 7x7 convolutions are taken at any width, 3x3 ones at
-    stride 2 (whose rows the row path reads with strided loads) too."""
+    stride 2 too up to 20-wide rows (wider ones keep the row path, strided_phases.py)."""
     kept = _tiled(_conv(1, 16, 14, 3, 1, 1, "relu6"), lanes)
     assert any(isinstance(op, loop.ReduceOp) for op in kept.walk())
     narrow = _tiled(_conv(1, 16, 7, 3, 1, 1, "relu6"), lanes)
@@ -128,8 +128,11 @@ def test_wide_rows_untouched(lanes: int) -> None:
     assert any(isinstance(op, loop.ReduceOp) for op in five.walk())
     wide = _tiled(_conv(1, 16, 20, 7, 1, 3, "relu6"), lanes)
     assert not any(isinstance(op, loop.ReduceOp) for op in wide.walk())
-    strided = _tiled(_conv(1, 16, 56, 3, 2, 1, "relu6"), lanes)  # 28-wide rows, stride 2
+    strided = _tiled(_conv(1, 16, 40, 3, 2, 1, "relu6"), lanes)  # 20-wide rows, stride 2
     assert not any(isinstance(op, loop.ReduceOp) for op in strided.walk())
+    # 28-wide rows at stride 2 keep the row path, on a plane stored in column phases
+    phased = _tiled(_conv(1, 16, 56, 3, 2, 1, "relu6"), lanes)
+    assert any(isinstance(op, loop.ReduceOp) for op in phased.walk())
 
 
 @pytest.mark.parametrize("threads", [1, 2])
