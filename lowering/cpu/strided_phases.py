@@ -21,8 +21,9 @@ The writers follow:
 
 Taken inside the plane nests of image_copies.py, for a kernel argument that nest alone
 uses, which every load reads at `s * o + j` (s >= 2 the same for all, o an index of the
-load's nest) and every store writes in one of the three forms above, when the phases
-permute the row.
+load's nest) and every store writes in one of the three forms above from a nest that
+reduces nothing (copies and fills: not a separable pool's pass down the rows, which
+measured slower in phases), when the phases permute the row.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def _split(planes: loop.ParallelOp, buffer: SSAValue) -> bool:
     if sorted((x % stride) * phase + x // stride for x in range(width)) != list(range(width)):
         return False
     plans = [_store_plan(store, width) for store in stores]
-    if None in plans:
+    if None in plans or any(_reduces(store) for store in stores):
         return False
     for load, found in zip(loads, strided, strict=True):
         assert found is not None
@@ -115,6 +116,13 @@ def _split(planes: loop.ParallelOp, buffer: SSAValue) -> bool:
             continue
         _write_phases(store, stride, phase)
     return True
+
+
+def _reduces(store: loop.StoreOp) -> bool:
+    """`store`'s nest reduces (a separable pool's pass down the rows, which measured
+    slower in phases: relu(a + b) into a 3x3/2 max pool 88 -> 98 us)."""
+    nest = store.parent_op()
+    return nest is not None and any(isinstance(op, loop.ReduceOp) for op in nest.walk())
 
 
 def _store_plan(store: loop.StoreOp, width: int) -> str | int | tuple[SSAValue, int] | None:

@@ -122,3 +122,19 @@ def test_unit_strides_and_narrow_rows_are_left_alone(
     text = _depthwise(*case)
     lower_to(parse_text(text, "dw"), Stage.UPSTREAM, CompileOptions(threads=1))
     assert counts and sum(counts) == 0
+
+
+def test_separable_pools_keep_their_columns(monkeypatch: Any) -> None:
+    """A 3x3/2 max pool's scratch columns (separable_pools.py) are written by a pass that
+    reduces down the rows; stored in phases it measured slower, so it is left alone."""
+    counts = _splits(monkeypatch)
+    x, y = _t(1, 8, 60, 60), _t(1, 8, 30, 30)
+    text = f"""
+func.func @main(%x: {x}) -> {y} {{
+  %r = graph.relu %x : {x}
+  %p = graph.max_pool2d %r kernel = [3, 3] strides = [2, 2] padding = [1, 1, 1, 1] : {x} -> {y}
+  func.return %p : {y}
+}}
+"""
+    compile_and_compare(parse_text(text, "pool"), options=CompileOptions(threads=2))
+    assert counts and sum(counts) == 0
