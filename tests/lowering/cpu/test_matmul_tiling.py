@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from xdsl.ir import SSAValue
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
-from graphfuse.lowering.cpu.gemm import loop_tile_matmul, tile_plan
+from graphfuse.lowering.cpu.gemm import loop_tile_matmul, operand_packing, tile_plan
+from graphfuse.lowering.cpu.gemm.operand_packing import PACK_PANELS, OperandPacker
 from graphfuse.parsing import GraphfuseError, parse_text
 from graphfuse.runtime.build import CpuTarget, run_tool
 from graphfuse.testing.compare import compile_and_compare
@@ -626,3 +628,34 @@ def test_rows_stay_inside_the_panels_when_the_panels_outgrow_the_budget(
     assert not by_shape[(200, 4608, 512)].rows_outer
     # 60 rows: one row block, whose task packs each panel right before its tiles.
     assert by_shape[(60, 64, 200)].b_in_task and not by_shape[(60, 64, 200)].rows_outer
+
+
+@pytest.mark.parametrize("lanes", [8, 16])
+def test_few_panels_are_packed_by_several_tasks(lanes: int, monkeypatch: Any) -> None:
+    """A threaded GEMM whose B is packed before its tasks (two row blocks: 128 output
+    channels) and has few panels (a 14x14 image: 196 columns) packs them in at least
+    MIN_PACK_TASKS tasks, not one; on the calling thread in one. Both match."""
+    plans = _plans(monkeypatch)
+    text = _conv_bn_relu(1, 64, 128, 14, 1, 1, 1)
+    for threads in (2, 1):
+        compile_and_compare(
+            parse_text(text, "c"), options=CompileOptions(threads=threads, lanes=lanes)
+        )
+    threaded, serial = plans
+    assert threaded.threads and not threaded.b_in_task and threaded.row_blocks == 2
+    packer = OperandPacker(threaded, None, cast(SSAValue, None))
+    tasks = -(-threaded.panels // packer.pack_panels)
+    assert tasks >= operand_packing.MIN_PACK_TASKS and packer.pack_panels < threaded.panels
+    assert OperandPacker(serial, None, cast(SSAValue, None)).pack_panels == PACK_PANELS
+
+
+def test_own_packing_tasks_are_cut_finer(monkeypatch: Any) -> None:
+    """With one row block every task packs its own panels, so more tasks cost no packing:
+    72 panels (a 48x48 image, 32 channels, 21 M multiply-adds) become 15 tasks of 5,
+    not 8 of 9; the results match."""
+    plans = _plans(monkeypatch)
+    text = _conv_bn_relu(1, 32, 32, 48, 1, 1, 1)
+    compile_and_compare(parse_text(text, "c"), options=CompileOptions(threads=2, lanes=16))
+    (plan,) = plans
+    assert plan.b_in_task and plan.panels == 72
+    assert plan.tasks == 15 and plan.panels_per_task == 5
