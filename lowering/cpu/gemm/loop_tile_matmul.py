@@ -46,6 +46,7 @@ from graphfuse.lowering.cpu.gemm.tile_plan import plan_tiling
 from graphfuse.lowering.cpu.image_copies import interleave_image_copies
 from graphfuse.lowering.cpu.lanes import DEFAULT_LANES
 from graphfuse.lowering.cpu.padded_copies import split_padded_copies
+from graphfuse.lowering.cpu.separable_gathers import separate_gathers
 from graphfuse.lowering.cpu.separable_pools import separate_pools
 from graphfuse.lowering.cpu.strided_phases import split_strided_phases
 from graphfuse.lowering.cpu.transposed_copies import transpose_copies
@@ -123,6 +124,7 @@ class LoopTileMatmulPass(ModulePass):
             split_reductions(kernel)
             split_padded_copies(kernel)
             separate_pools(kernel)
+            separate_gathers(kernel)
             vectorise_depthwise(kernel, self.lanes, self.threads, positions)
             interleave_image_copies(kernel)
             split_strided_phases(kernel)
