@@ -78,6 +78,8 @@ def _leaves(
 def _gathered(load: loop.LoadOp, nest: loop.ParallelOp) -> SSAValue | None:
     """The load's column when it is gathered: computed from a load that depends on the
     nest's last index, its other indices free of that index."""
+    if not load.indices:
+        return None
     last = nest.body.block.args[-1]
     column = load.indices[-1]
     found = factor(column, nest)
@@ -113,7 +115,7 @@ def _part(load: loop.LoadOp, column: SSAValue, nest: loop.ParallelOp) -> SSAValu
 def _parts(kernel: loop.KernelOp, nest: loop.ParallelOp) -> dict[SSAValue, tuple[SSAValue, int]]:
     """Each part of `nest` worth a rows pass: its gathered column and the source's width."""
     body = nest.body.block
-    if sum(isinstance(op, loop.StoreOp) for op in nest.walk()) != 1:
+    if len(nest.shape) < 2 or sum(isinstance(op, loop.StoreOp) for op in nest.walk()) != 1:
         return {}
     if any(op.regions for op in body.ops):
         return {}

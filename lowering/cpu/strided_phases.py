@@ -84,7 +84,7 @@ def _column(store: loop.StoreOp) -> tuple[SSAValue, int] | None:
 def _split(planes: loop.ParallelOp, buffer: SSAValue) -> bool:
     shape = buffer_shape(buffer)
     uses = [use.operation for use in buffer.uses]
-    if shape is None or not uses or not all(planes.is_ancestor(op) for op in uses):
+    if not shape or not uses or not all(planes.is_ancestor(op) for op in uses):
         return False
     loads = [op for op in uses if isinstance(op, loop.LoadOp)]
     stores = [op for op in uses if isinstance(op, loop.StoreOp)]

@@ -10,9 +10,14 @@ panels (operand_packing.py) and the output computed in MR x NR register tiles by
 `scf.parallel`, the epilogue run on each finished tile (tile_kernels.py). Packed operands are
 scratch buffers the caller allocates once; an operand that reads only constants (a model's
 weights) is packed on the first call only. Nests contractions.py does not take, and those
-too small to be worth tiling, are left for convert-loop-to-upstream. The pass also splits
-zero-padded operand copies into a fill and an interior copy (padded_copies.py), which the
-convolutions it tiles and those it leaves read.
+too small to be worth tiling, are left for convert-loop-to-upstream. Before the GEMMs the
+pass runs the CPU rewrites of other nests, in order: zero-padded operand copies split into
+a fill and an interior copy (padded_copies.py), pools split down the rows then along the
+columns (separable_pools.py), gathered columns read from a pass over the rows
+(separable_gathers.py), depthwise convolutions vectorised across channels (depthwise.py),
+padded copies run plane by plane with their reader (image_copies.py) and stored in column
+phases for a strided reader (strided_phases.py), and transposing copies by register
+transposes (transposed_copies.py).
 """
 
 from __future__ import annotations

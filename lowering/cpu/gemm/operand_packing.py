@@ -28,13 +28,6 @@ from graphfuse.lowering.cpu.gemm.transposed_pack import (
 )
 
 PACK_ROWS_PER_TASK = 64
-PACK_PANELS = 16
-"""Panels of B packed by one task: rows of B are read in runs of 256 floats."""
-MIN_PACK_TASKS = 4
-"""On threads, B's packing is cut into at least this many tasks where it has the panels
-for them (fewer panels to a task, shorter runs of B's rows): as one task, a 3x3
-convolution's im2col on 14x14 images (7 panels of 2304 x 32) ran on one thread while the
-other waited, 6% of the layer's time."""
 
 
 class OperandPacker(PanelLoops):
@@ -57,18 +50,8 @@ class OperandPacker(PanelLoops):
 
     def pack_all_b(self, em: GemmBuilder) -> None:
         """All of Bp, in tasks of `pack_panels` panels of one slot."""
-        count = self.plan.slot_counts[1] * -(-self.plan.panels // self.pack_panels)
+        count = self.plan.slot_counts[1] * -(-self.plan.panels // self.plan.pack_panels)
         em.parallel(count, self.plan.threads, self._pack_b)
-
-    @property
-    def pack_panels(self) -> int:
-        """Panels of B one packing task packs: PACK_PANELS, fewer where that leaves less
-        than MIN_PACK_TASKS tasks on threads."""
-        plan = self.plan
-        if not plan.threads:
-            return PACK_PANELS
-        groups = -(-MIN_PACK_TASKS // plan.slot_counts[1])
-        return max(1, min(PACK_PANELS, -(-plan.panels // groups)))
 
     def _pack_a(self, em: GemmBuilder, task: SSAValue, row_groups: int) -> None:
         """Ap[slot][m][k] = A at (batch slot, row m, reduction index k)."""
@@ -90,9 +73,9 @@ class OperandPacker(PanelLoops):
     def _pack_b(self, em: GemmBuilder, task: SSAValue) -> None:
         """Bp[slot][p][k][c] = B at (batch slot, column NR p + c, k), for the panels of
         group `task`."""
-        groups = -(-self.plan.panels // self.pack_panels)
+        groups = -(-self.plan.panels // self.plan.pack_panels)
         slot, group = em.divide(task, groups)
-        first, last_panel = em.chunk(group, self.pack_panels, self.plan.panels)
+        first, last_panel = em.chunk(group, self.plan.pack_panels, self.plan.panels)
         mapping = self.batch(em, slot) if self.plan.b_batched else {}
         self.pack_b_panels(em, slot, (first, last_panel), mapping)
 

@@ -21,6 +21,14 @@ from graphfuse.lowering.cpu.gemm.contractions import Contraction, factor, reads_
 from graphfuse.lowering.cpu.gemm.row_panels import RowRun, row_run
 from graphfuse.lowering.cpu.gemm.transposed_pack import TransposedRun, transposable_load
 
+PACK_PANELS = 16
+"""Panels of B packed by one task: rows of B are read in runs of 256 floats."""
+MIN_PACK_TASKS = 4
+"""On threads, B's packing is cut into at least this many tasks where it has the panels
+for them (fewer panels to a task, shorter runs of B's rows): as one task, a 3x3
+convolution's im2col on 14x14 images (7 panels of 2304 x 32) ran on one thread while the
+other waited (perf: 6% of the samples serial or spinning); in 4 tasks the layer took
+1086 us against 1112 on 2 threads."""
 MR = 6
 """Rows of a register tile: its 2 * MR vector accumulators (12 ymm of AVX2's 16) leave
 room for the two B vectors and A's broadcast. On AVX-512 targets (lanes = 16) the same 12
@@ -159,6 +167,15 @@ class TilePlan:
         Bp packed in the tasks has one slot per task."""
         b_slots = self.tasks if self.b_in_task else self.points if self.b_batched else 1
         return (self.points if self.a_batched else 1, b_slots)
+
+    @property
+    def pack_panels(self) -> int:
+        """Panels of B one task of the packing pass packs: PACK_PANELS, fewer where that
+        leaves less than MIN_PACK_TASKS tasks on threads."""
+        if not self.threads:
+            return PACK_PANELS
+        groups = -(-MIN_PACK_TASKS // self.slot_counts[1])
+        return max(1, min(PACK_PANELS, -(-self.panels // groups)))
 
     def packed_types(self) -> tuple[MemRefType[Attribute], MemRefType[Attribute]]:
         """The packed operands' buffers: Ap[slots][M][K] and Bp[slots][N/NR][K][NR]

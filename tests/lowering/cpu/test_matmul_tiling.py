@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
-from xdsl.ir import SSAValue
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
-from graphfuse.lowering.cpu.gemm import loop_tile_matmul, operand_packing, tile_plan
-from graphfuse.lowering.cpu.gemm.operand_packing import PACK_PANELS, OperandPacker
+from graphfuse.lowering.cpu.gemm import loop_tile_matmul, tile_plan
 from graphfuse.parsing import GraphfuseError, parse_text
 from graphfuse.runtime.build import CpuTarget, run_tool
 from graphfuse.testing.compare import compile_and_compare
@@ -643,10 +641,9 @@ def test_few_panels_are_packed_by_several_tasks(lanes: int, monkeypatch: Any) ->
         )
     threaded, serial = plans
     assert threaded.threads and not threaded.b_in_task and threaded.row_blocks == 2
-    packer = OperandPacker(threaded, None, cast(SSAValue, None))
-    tasks = -(-threaded.panels // packer.pack_panels)
-    assert tasks >= operand_packing.MIN_PACK_TASKS and packer.pack_panels < threaded.panels
-    assert OperandPacker(serial, None, cast(SSAValue, None)).pack_panels == PACK_PANELS
+    tasks = -(-threaded.panels // threaded.pack_panels)
+    assert tasks >= tile_plan.MIN_PACK_TASKS and threaded.pack_panels < threaded.panels
+    assert serial.pack_panels == tile_plan.PACK_PANELS
 
 
 def test_own_packing_tasks_are_cut_finer(monkeypatch: Any) -> None:

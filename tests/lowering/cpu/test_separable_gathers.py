@@ -16,22 +16,14 @@ import graphfuse
 from graphfuse.compiler import CompileOptions
 from graphfuse.frontend.onnx_import import from_onnx
 from graphfuse.lowering.cpu import separable_gathers
-from graphfuse.lowering.cpu.gemm import loop_tile_matmul
 from graphfuse.testing.onnx_models import model as onnx_model
 from graphfuse.testing.onnx_models import onnxruntime_outputs
+from tests.lowering.cpu.recorded import record_returns
 
 
 def _made(monkeypatch: Any) -> list[int]:
     """The rows buffers separate_gathers makes, per kernel loop-tile-matmul rewrites."""
-    made: list[int] = []
-
-    def count(kernel: Any) -> int:
-        made.append(rewrite(kernel))
-        return made[-1]
-
-    rewrite = separable_gathers.separate_gathers
-    monkeypatch.setattr(loop_tile_matmul, "separate_gathers", count)
-    return made
+    return record_returns(monkeypatch, "separate_gathers", separable_gathers.separate_gathers)
 
 
 def _resize(shape: list[int], sizes: list[int], relu: bool, **attrs: Any) -> Any:

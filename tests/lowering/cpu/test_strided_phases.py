@@ -11,9 +11,9 @@ import pytest
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.lowering.cpu import strided_phases
-from graphfuse.lowering.cpu.gemm import loop_tile_matmul
 from graphfuse.parsing import parse_text
 from graphfuse.testing.compare import compile_and_compare
+from tests.lowering.cpu.recorded import record_returns
 
 
 def _t(*shape: int) -> str:
@@ -76,15 +76,7 @@ TAKEN = {
 
 def _splits(monkeypatch: Any) -> list[int]:
     """The plane buffers stored in phases, per kernel loop-tile-matmul rewrites."""
-    counts: list[int] = []
-
-    def count(kernel: Any) -> int:
-        counts.append(split(kernel))
-        return counts[-1]
-
-    split = strided_phases.split_strided_phases
-    monkeypatch.setattr(loop_tile_matmul, "split_strided_phases", count)
-    return counts
+    return record_returns(monkeypatch, "split_strided_phases", strided_phases.split_strided_phases)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -1,0 +1,22 @@
+"""Recording what a CPU rewrite does as loop-tile-matmul calls it: the tests check that a
+rewrite was taken (or not), not only that the results still match."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from graphfuse.lowering.cpu.gemm import loop_tile_matmul
+
+
+def record_returns(monkeypatch: Any, name: str, rewrite: Callable[[Any], int]) -> list[int]:
+    """Replaces loop_tile_matmul's `name` (which is `rewrite`) by a wrapper that records
+    what it returns for each kernel, in a list the caller reads after compiling."""
+    returned: list[int] = []
+
+    def record(kernel: Any) -> int:
+        returned.append(rewrite(kernel))
+        return returned[-1]
+
+    monkeypatch.setattr(loop_tile_matmul, name, record)
+    return returned
