@@ -135,7 +135,7 @@ def _store_plan(store: loop.StoreOp, width: int) -> str | int | tuple[SSAValue, 
     nest = store.parent_op()
     if found is None or not isinstance(nest, loop.ParallelOp):
         return None
-    w, c = found
+    _, c = found
     if nest.shape[-1] == 1:
         return c
     if c == 0 and nest.shape[-1] == width and constant(store.value) is not None:
