@@ -62,8 +62,27 @@ def _stride(index: SSAValue) -> tuple[SSAValue, int, SSAValue] | None:
             continue
         o = found[0]
         if isinstance(o.owner, Block) and isinstance(o.owner.parent_op(), loop.ParallelOp):
-            return o, found[1], rest
+            return (o, found[1], rest) if _offset(rest) else None
     return None
+
+
+def _offset(value: SSAValue) -> bool:
+    """`value` is a constant, or never negative: a reduction index (a tap), a multiple or
+    a sum of such; the reader's `j mod s` and `j div s` are then unsigned-safe."""
+    if isinstance(constant(value), int):
+        return True
+    if isinstance(value.owner, Block):
+        return isinstance(value.owner.parent_op(), loop.ReduceOp)
+    op = value.owner
+    scaled = pair(op, arith.MuliOp)
+    if scaled is not None:
+        return scaled[1] > 0 and _offset(scaled[0])
+    if isinstance(op, arith.AddiOp):
+        shifted = pair(op, arith.AddiOp)
+        if shifted is not None:
+            return shifted[1] >= 0 and _offset(shifted[0])
+        return _offset(op.lhs) and _offset(op.rhs)
+    return False
 
 
 def _column(store: loop.StoreOp) -> tuple[SSAValue, int] | None:
@@ -82,6 +101,7 @@ def _column(store: loop.StoreOp) -> tuple[SSAValue, int] | None:
 
 
 def _split(planes: loop.ParallelOp, buffer: SSAValue) -> bool:
+    """Stores `buffer` in column phases if every use of it is one the module takes."""
     shape = buffer_shape(buffer)
     uses = [use.operation for use in buffer.uses]
     if not shape or not uses or not all(planes.is_ancestor(op) for op in uses):
