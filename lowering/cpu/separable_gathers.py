@@ -19,7 +19,8 @@ Parts that are the same expression of different gathered columns share one R.
 Taken for a top-level nest of one store whose part, for some gathered column c (an index
 computed from a load that depends on the nest's last index), reads at least two points of
 a kernel argument at column c and at indices that do not depend on the last index, and
-depends on that index through c alone.
+depends on that index through c alone; and where the pass computes at most
+MAX_COLUMNS_PER_OUTPUT times the parts the nest did (not a resize down by more than 4).
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.contractions import factor
 from graphfuse.lowering.cpu.nest_indices import buffer_shape
 from graphfuse.lowering.loop_to_upstream.loop_indexing import inside
+
+MAX_COLUMNS_PER_OUTPUT = 2
+"""A rows pass is made only where it computes at most this many times the parts the
+nest computed itself (one per output point and part of the group): a bilinear resize
+down by 4 computes 2 parts per output point, and its pass as many, vectorised; further
+down, the pass would mostly compute parts nobody reads."""
 
 
 def separate_gathers(kernel: loop.KernelOp) -> int:
@@ -141,28 +148,43 @@ def _rewrite(kernel: loop.KernelOp, nest: loop.ParallelOp) -> int:
     body, entry = nest.body.block, kernel.body.block
     parent = nest.parent_block()
     assert parent is not None
-    shared: dict[str, SSAValue] = {}
+    groups: dict[str, list[tuple[SSAValue, SSAValue, loop.ParallelOp]]] = {}
     for part, (column, width) in _parts(kernel, nest).items():
         found = _leaves(part, column, nest)
         assert found is not None
         rows = _rows_nest(nest, part, column, found[1], width)
-        key = str(rows)
-        buffer = shared.get(key)
-        if buffer is None:
-            typ: MemRefType[Attribute] = MemRefType(part.type, [*nest.shape[:-1], width])
-            buffer = shared[key] = entry.insert_arg(typ, len(entry.args))
-            _store_rows(rows, part, buffer)
-            parent.insert_op_before(rows, nest)
-        else:
-            rows.erase()
-        owner = part.owner
-        assert isinstance(owner, Operation)
-        read = loop.LoadOp(buffer, [*body.args[:-1], column])
-        body.insert_op_before(read, owner)
-        part.replace_all_uses_with(read.result)
-    if shared:
+        groups.setdefault(str(rows), []).append((part, column, rows))
+    made = 0
+    for group in groups.values():
+        first, _, rows = group[0]
+        width = _width(rows)
+        # `width` parts a row, where the nest computed len(group) per output point.
+        if width > MAX_COLUMNS_PER_OUTPUT * len(group) * nest.shape[-1]:
+            for _, _, other in group:
+                other.erase()
+            continue
+        typ: MemRefType[Attribute] = MemRefType(first.type, [*nest.shape[:-1], width])
+        buffer = entry.insert_arg(typ, len(entry.args))
+        _store_rows(rows, first, buffer)
+        parent.insert_op_before(rows, nest)
+        for part, column, other in group:
+            if other is not rows:
+                other.erase()
+            owner = part.owner
+            assert isinstance(owner, Operation)
+            read = loop.LoadOp(buffer, [*body.args[:-1], column])
+            body.insert_op_before(read, owner)
+            part.replace_all_uses_with(read.result)
+        made += 1
+    if made:
         _erase_dead(body)
-    return len(shared)
+    return made
+
+
+def _width(rows: loop.ParallelOp) -> int:
+    """The extent of the inner nest of a rows pass (the source's columns)."""
+    inner = next(op for op in rows.body.block.ops if isinstance(op, loop.ParallelOp))
+    return inner.shape[0]
 
 
 def _columns_in_bounds(ops: Sequence[Operation], column: SSAValue, width: int) -> bool:

@@ -66,3 +66,18 @@ def test_nearest_resize_is_left_alone(monkeypatch: Any) -> None:
     (want,) = onnxruntime_outputs(built, {"x": x})
     np.testing.assert_allclose(graphfuse.compile(from_onnx(built))(x), want, rtol=0, atol=0)
     assert made and sum(made) == 0
+
+
+def test_strong_downsampling_keeps_its_gathers(monkeypatch: Any) -> None:
+    """40 -> 7 columns: a rows pass would compute 40 parts a row where the nest computes
+    2 for each of 7 points; left alone (MAX_COLUMNS_PER_OUTPUT), the result still
+    onnxruntime's. 40 -> 15 is taken. (Exact ratios import as strided slices, not
+    gathers.)"""
+    made = _made(monkeypatch)
+    for size, taken in ((7, 0), (15, 1)):
+        built = _resize([1, 8, 40, 40], [1, 8, size, size], relu=False, mode="linear")
+        x = np.random.default_rng(2).standard_normal([1, 8, 40, 40]).astype(np.float32)
+        (want,) = onnxruntime_outputs(built, {"x": x})
+        np.testing.assert_allclose(graphfuse.compile(from_onnx(built))(x), want, atol=1e-5)
+        assert sum(made) == taken, (size, made)
+        made.clear()
