@@ -50,6 +50,22 @@ class GemmBuilder(BlockBuilder):
             block.add_op(scf.YieldOp())
             self.add(scf.ForOp(*bounds, [], block))
 
+    def branch(
+        self,
+        condition: SSAValue,
+        then: Callable[[GemmBuilder], None],
+        otherwise: Callable[[GemmBuilder], None],
+    ) -> None:
+        """An `scf.if` on `condition` whose branches `then` and `otherwise` build (each
+        ended with its yield here)."""
+        regions: list[Region] = []
+        for build in (then, otherwise):
+            inner = GemmBuilder()
+            build(inner)
+            inner.add(scf.YieldOp())
+            regions.append(Region(inner.block))
+        self.add(scf.IfOp(condition, [], regions[0], regions[1]))
+
     def end_loops(self, outer: GemmBuilder) -> None:
         """Ends every loop from this builder's block out to (not including) `outer`'s."""
         block: Block | None = self.block

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, memref, scf
-from xdsl.ir import Region, SSAValue
+from xdsl.ir import SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.gemm.dot_columns import dot_epilogue
@@ -89,14 +89,19 @@ class TileFinisher:
             self._vector_epilogue(em, task, row_values, column0, sums, nr // lanes)
             return
         is_last = em.emit(arith.CmpiOp(panel, em.index(self.plan.panels - 1), "eq"))
-        full, tail = GemmBuilder(), GemmBuilder()
-        self._vector_epilogue(full, task, row_values, column0, sums, nr // lanes)
-        self._vector_epilogue(tail, task, row_values, column0, sums, last // lanes)
-        if last % lanes:
-            self._scalar_epilogue(tail, task, row_values, column0, last // lanes * lanes)
-        full.add(scf.YieldOp())
-        tail.add(scf.YieldOp())
-        em.add(scf.IfOp(is_last, [], Region(tail.block), Region(full.block)))
+
+        def tail(inner: GemmBuilder) -> None:
+            self._vector_epilogue(inner, task, row_values, column0, sums, last // lanes)
+            if last % lanes:
+                self._scalar_epilogue(inner, task, row_values, column0, last // lanes * lanes)
+
+        em.branch(
+            is_last,
+            tail,
+            lambda inner: self._vector_epilogue(
+                inner, task, row_values, column0, sums, nr // lanes
+            ),
+        )
 
     def _scalar_epilogue(
         self,

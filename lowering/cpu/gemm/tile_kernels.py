@@ -147,12 +147,11 @@ class TaskEmitter:
             body(em, narrow)
         else:
             is_last = em.emit(arith.CmpiOp(panel, em.index(plan.panels - 1), "eq"))
-            short, wide = GemmBuilder(), GemmBuilder()
-            body(short, narrow)
-            body(wide, Shape(2, 0, False))
-            short.add(scf.YieldOp())
-            wide.add(scf.YieldOp())
-            em.add(scf.IfOp(is_last, [], Region(short.block), Region(wide.block)))
+            em.branch(
+                is_last,
+                lambda inner: body(inner, narrow),
+                lambda inner: body(inner, Shape(2, 0, False)),
+            )
 
     def _tile(
         self,
