@@ -40,10 +40,13 @@ def own_index(index: SSAValue, arg: SSAValue, extent: int) -> bool:
     return index is arg or (extent == 1 and constant(index) == 0)
 
 
-def index_in(block: Block, value: int) -> SSAValue:
-    """A new index constant `value` at the end of `block`."""
+def index_in(block: Block, value: int, before: Operation | None = None) -> SSAValue:
+    """A new index constant `value` in `block`: before `before`, else at its end."""
     op = arith.ConstantOp(IntegerAttr(value, IndexType()))
-    block.add_op(op)
+    if before is None:
+        block.add_op(op)
+    else:
+        block.insert_op_before(op, before)
     return op.result
 
 

@@ -28,10 +28,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import MemRefType
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from graphfuse.dialects import loop
-from graphfuse.lowering.cpu.gemm.contractions import factor
+from graphfuse.lowering.cpu.gemm.contractions import clonable, factor
+from graphfuse.lowering.cpu.gemm.split_reductions import remove_dead
 from graphfuse.lowering.cpu.nest_indices import buffer_shape
 from graphfuse.lowering.loop_to_upstream.loop_indexing import inside
 
@@ -71,7 +72,7 @@ def _leaves(
         assert isinstance(op, Operation)
         if op in seen:
             return True
-        if op.regions or not (isinstance(op, loop.LoadOp) or op.dialect_name() == "arith"):
+        if not clonable(op):
             return False
         seen.add(op)
         if not all(visit(operand) for operand in op.operands):
@@ -119,14 +120,19 @@ def _part(load: loop.LoadOp, column: SSAValue, nest: loop.ParallelOp) -> SSAValu
     return value
 
 
-def _parts(kernel: loop.KernelOp, nest: loop.ParallelOp) -> dict[SSAValue, tuple[SSAValue, int]]:
-    """Each part of `nest` worth a rows pass: its gathered column and the source's width."""
+Part = tuple[SSAValue, int, list[Operation]]
+"""A part's gathered column, the width of the source it gathers from, and its ops in
+operand-first order (`_leaves`)."""
+
+
+def _parts(kernel: loop.KernelOp, nest: loop.ParallelOp) -> dict[SSAValue, Part]:
+    """Each part of `nest` worth a rows pass."""
     body = nest.body.block
     if len(nest.shape) < 2 or sum(isinstance(op, loop.StoreOp) for op in nest.walk()) != 1:
         return {}
     if any(op.regions for op in body.ops):
         return {}
-    parts: dict[SSAValue, tuple[SSAValue, int]] = {}
+    parts: dict[SSAValue, Part] = {}
     for load in [op for op in body.ops if isinstance(op, loop.LoadOp)]:
         shape = buffer_shape(load.buffer)
         column = _gathered(load, nest) if load.buffer.owner is kernel.body.block else None
@@ -136,9 +142,10 @@ def _parts(kernel: loop.KernelOp, nest: loop.ParallelOp) -> dict[SSAValue, tuple
         found = _leaves(part, column, nest)
         if part in parts or found is None:
             continue
-        reads = sum(isinstance(op, loop.LoadOp) and op.buffer is load.buffer for op in found[1])
-        if reads >= 2 and _columns_in_bounds(found[1], column, shape[-1]):
-            parts[part] = (column, shape[-1])
+        ops = found[1]
+        reads = sum(isinstance(op, loop.LoadOp) and op.buffer is load.buffer for op in ops)
+        if reads >= 2 and _columns_in_bounds(ops, column, shape[-1]):
+            parts[part] = (column, shape[-1], ops)
     return parts
 
 
@@ -148,26 +155,24 @@ def _rewrite(kernel: loop.KernelOp, nest: loop.ParallelOp) -> int:
     body, entry = nest.body.block, kernel.body.block
     parent = nest.parent_block()
     assert parent is not None
-    groups: dict[str, list[tuple[SSAValue, SSAValue, loop.ParallelOp]]] = {}
-    for part, (column, width) in _parts(kernel, nest).items():
-        found = _leaves(part, column, nest)
-        assert found is not None
-        rows = _rows_nest(nest, part, column, found[1], width)
-        groups.setdefault(str(rows), []).append((part, column, rows))
+    groups: dict[str, list[tuple[SSAValue, SSAValue, loop.ParallelOp, loop.ParallelOp]]] = {}
+    for part, (column, width, ops) in _parts(kernel, nest).items():
+        rows, inner = _rows_nest(nest, column, ops, width)
+        groups.setdefault(str(rows), []).append((part, column, rows, inner))
     made = 0
     for group in groups.values():
-        first, _, rows = group[0]
-        width = _width(rows)
+        first, _, rows, inner = group[0]
+        width = inner.shape[0]
         # `width` parts a row, where the nest computed len(group) per output point.
         if width > MAX_COLUMNS_PER_OUTPUT * len(group) * nest.shape[-1]:
-            for _, _, other in group:
+            for _, _, other, _ in group:
                 other.erase()
             continue
         typ: MemRefType[Attribute] = MemRefType(first.type, [*nest.shape[:-1], width])
         buffer = entry.insert_arg(typ, len(entry.args))
-        _store_rows(rows, first, buffer)
+        _store_rows(rows, inner, buffer)
         parent.insert_op_before(rows, nest)
-        for part, column, other in group:
+        for part, column, other, _ in group:
             if other is not rows:
                 other.erase()
             owner = part.owner
@@ -177,14 +182,8 @@ def _rewrite(kernel: loop.KernelOp, nest: loop.ParallelOp) -> int:
             part.replace_all_uses_with(read.result)
         made += 1
     if made:
-        _erase_dead(body)
+        remove_dead(body)
     return made
-
-
-def _width(rows: loop.ParallelOp) -> int:
-    """The extent of the inner nest of a rows pass (the source's columns)."""
-    inner = next(op for op in rows.body.block.ops if isinstance(op, loop.ParallelOp))
-    return inner.shape[0]
 
 
 def _columns_in_bounds(ops: Sequence[Operation], column: SSAValue, width: int) -> bool:
@@ -203,13 +202,13 @@ def _columns_in_bounds(ops: Sequence[Operation], column: SSAValue, width: int) -
 
 
 def _rows_nest(
-    nest: loop.ParallelOp, part: SSAValue, column: SSAValue, ops: Sequence[Operation], width: int
-) -> loop.ParallelOp:
+    nest: loop.ParallelOp, column: SSAValue, ops: Sequence[Operation], width: int
+) -> tuple[loop.ParallelOp, loop.ParallelOp]:
     """A nest over [...] (the nest's own but its last) holding one over j (the source's
-    `width` columns), computing `part` with j for `column`; the ops that do not depend on
-    j (row indices and weights) sit in the outer nest, so LLVM sees them as invariants of
-    the inner loop (it cannot hoist their loads past the scratch stores itself). The
-    part's result is left unstored, see `_store_rows`."""
+    `width` columns), computing the part `ops` end with, j for `column`; returns both.
+    The ops that do not depend on j (row indices and weights) sit in the outer nest, so
+    LLVM sees them as invariants of the inner loop (it cannot hoist their loads past the
+    scratch stores itself). The part's result is left unstored, see `_store_rows`."""
     rows = loop.ParallelOp(nest.shape[:-1])
     inner = loop.ParallelOp([width])
     outer_block, block = rows.body.block, inner.body.block
@@ -217,11 +216,8 @@ def _rows_nest(
         zip(nest.body.block.args[:-1], outer_block.args, strict=True)
     )
     mapping[column] = block.args[0]
-    column_ops = set(_column_ops(column, nest))
     varying: set[SSAValue] = {column}
     for op in ops:
-        if op in column_ops:
-            continue
         clone = op.clone(value_mapper=mapping)
         if any(operand in varying for operand in op.operands):
             varying.update(op.results)
@@ -229,37 +225,14 @@ def _rows_nest(
         else:
             outer_block.add_op(clone)
     outer_block.add_ops([inner, loop.YieldOp()])
-    return rows
+    return rows, inner
 
 
-def _column_ops(column: SSAValue, nest: loop.ParallelOp) -> list[Operation]:
-    found = factor(column, nest)
-    return list(found.chain) if found is not None else []
-
-
-def _store_rows(rows: loop.ParallelOp, part: SSAValue, buffer: SSAValue) -> None:
-    """Ends the inner nest of `rows` with the store of its last op's result (the part)
-    at the indices of both nests."""
-    inner = rows.body.block.first_op
-    while not isinstance(inner, loop.ParallelOp):
-        assert inner is not None
-        inner = inner.next_op
+def _store_rows(rows: loop.ParallelOp, inner: loop.ParallelOp, buffer: SSAValue) -> None:
+    """Ends `inner` (in `rows`) with the store of its last op's result, the part, at the
+    indices of both nests."""
     block = inner.body.block
     last = block.last_op
-    assert last is not None and last.results and last.results[0].type == part.type
+    assert last is not None and last.results
     indices = [*rows.body.block.args, *block.args]
     block.add_ops([loop.StoreOp(last.results[0], buffer, indices), loop.YieldOp()])
-
-
-def _erase_dead(block: Block) -> None:
-    """Erases the ops of `block` whose results nothing uses (loads and arith only)."""
-    changed = True
-    while changed:
-        changed = False
-        for op in reversed(list(block.ops)):
-            if not op.results or any(r.uses for r in op.results) or op.regions:
-                continue
-            if isinstance(op, loop.LoadOp) or op.dialect_name() == "arith":
-                op.detach()
-                op.erase()
-                changed = True

@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, IntegerAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import Rewriter
 
@@ -116,7 +115,7 @@ def _split(planes: loop.ParallelOp, buffer: SSAValue) -> bool:
         return False
     stride, width = strides.pop(), shape[-1]
     phase = -(-width // stride)
-    if sorted((x % stride) * phase + x // stride for x in range(width)) != list(range(width)):
+    if sorted(_position(x, stride, phase) for x in range(width)) != list(range(width)):
         return False
     plans = [_store_plan(store, width) for store in stores]
     if None in plans or any(_reduces(store) for store in stores):
@@ -125,17 +124,23 @@ def _split(planes: loop.ParallelOp, buffer: SSAValue) -> bool:
         assert found is not None
         _read_phases(load, found, phase)
     for store, plan in zip(stores, plans, strict=True):
-        if plan == "row":
-            continue
-        if isinstance(plan, int):
-            moved = (plan % stride) * phase + plan // stride
-            block = store.parent_block()
-            assert block is not None
-            at = [*store.indices[:-1], _index(block, store, moved)]
-            Rewriter.replace_op(store, loop.StoreOp(store.value, store.buffer, at))
-            continue
-        _write_phases(store, stride, phase)
+        _move_store(store, plan, stride, phase)
     return True
+
+
+def _move_store(
+    store: loop.StoreOp, plan: str | int | tuple[SSAValue, int] | None, stride: int, phase: int
+) -> None:
+    """`store` moved to the phases as its plan (`_store_plan`) says ("row" leaves it)."""
+    if isinstance(plan, int):
+        block = store.parent_block()
+        assert block is not None
+        moved = index_in(block, _position(plan, stride, phase), before=store)
+        Rewriter.replace_op(
+            store, loop.StoreOp(store.value, store.buffer, [*store.indices[:-1], moved])
+        )
+    elif isinstance(plan, tuple):
+        _write_phases(store, plan[1], stride, phase)
 
 
 def _reduces(store: loop.StoreOp) -> bool:
@@ -170,35 +175,41 @@ def _read_phases(load: loop.LoadOp, found: tuple[SSAValue, int, SSAValue], phase
     assert block is not None
     offset = constant(j)
     if isinstance(offset, int):
-        start = _index(block, load, (offset % stride) * phase + offset // stride)
+        start = index_in(block, _position(offset, stride, phase), before=load)
     else:
-        s = _index(block, load, stride)
-        rem, div = arith.RemUIOp(j, s), arith.DivUIOp(j, s)
-        scaled = arith.MuliOp(rem.result, _index(block, load, phase))
-        start_op = arith.AddiOp(scaled.result, div.result)
-        for op in (rem, div, scaled, start_op):
-            block.insert_op_before(op, load)
-        start = start_op.result
+        start = _position_at(block, j, stride, phase, before=load)
     column = arith.AddiOp(o, start)
     block.insert_op_before(column, load)
     Rewriter.replace_op(load, loop.LoadOp(load.buffer, [*load.indices[:-1], column.result]))
 
 
-def _index(block: Block, before: Operation, value: int) -> SSAValue:
-    """A new index constant `value` in `block` before `before`."""
-    op = arith.ConstantOp(IntegerAttr(value, IndexType()))
-    block.insert_op_before(op, before)
-    return op.result
+def _position(x: int, stride: int, phase: int) -> int:
+    """Where column x of a row goes: its phase's run, then its place in it."""
+    return (x % stride) * phase + x // stride
 
 
-def _write_phases(store: loop.StoreOp, stride: int, phase: int) -> None:
+def _position_at(
+    block: Block, x: SSAValue, stride: int, phase: int, before: Operation | None = None
+) -> SSAValue:
+    """`_position` of a column x known at run time (never negative: the division is
+    unsigned), computed in `block` before `before` (else at its end)."""
+    s = index_in(block, stride, before)
+    rem, div = arith.RemUIOp(x, s), arith.DivUIOp(x, s)
+    scaled = arith.MuliOp(rem.result, index_in(block, phase, before))
+    position = arith.AddiOp(scaled.result, div.result)
+    for op in (rem, div, scaled, position):
+        if before is None:
+            block.add_op(op)
+        else:
+            block.insert_op_before(op, before)
+    return position.result
+
+
+def _write_phases(store: loop.StoreOp, c: int, stride: int, phase: int) -> None:
     """The nest of `store` (at column w + c of its last index w) as a nest over u with
     one body per phase t (w = s * u + t), then the remainder past the last whole group."""
     nest = store.parent_op()
     assert isinstance(nest, loop.ParallelOp)
-    found = _column(store)
-    assert found is not None
-    _, c = found
     extent = nest.shape[-1]
     groups, rest = divmod(extent, stride)
     parent = nest.parent_block()
@@ -209,8 +220,7 @@ def _write_phases(store: loop.StoreOp, stride: int, phase: int) -> None:
         u = block.args[-1]
         for t in range(stride):
             w = _affine(block, u, stride, t)
-            moved = (t + c) % stride * phase + (t + c) // stride
-            column = arith.AddiOp(u, index_in(block, moved))
+            column = arith.AddiOp(u, index_in(block, _position(t + c, stride, phase)))
             block.add_op(column)
             _clone_body(nest, block, [*block.args[:-1], w], store, column.result)
         block.add_op(loop.YieldOp())
@@ -220,12 +230,9 @@ def _write_phases(store: loop.StoreOp, stride: int, phase: int) -> None:
         block = tail.body.block
         w = _affine(block, block.args[-1], 1, groups * stride)
         x = arith.AddiOp(w, index_in(block, c))
-        s = index_in(block, stride)
-        rem, div = arith.RemUIOp(x.result, s), arith.DivUIOp(x.result, s)
-        scaled = arith.MuliOp(rem.result, index_in(block, phase))
-        column = arith.AddiOp(scaled.result, div.result)
-        block.add_ops([x, rem, div, scaled, column])
-        _clone_body(nest, block, [*block.args[:-1], w], store, column.result)
+        block.add_op(x)
+        column = _position_at(block, x.result, stride, phase)
+        _clone_body(nest, block, [*block.args[:-1], w], store, column)
         block.add_op(loop.YieldOp())
         parent.insert_op_before(tail, nest)
     nest.detach()

@@ -50,7 +50,8 @@ class Operand:
         return loads[0]
 
 
-def _pure(op: Operation) -> bool:
+def clonable(op: Operation) -> bool:
+    """A load or a region-free arith op: what a factor's chain may hold, to be cloned."""
     return not op.regions and (isinstance(op, loop.LoadOp) or op.dialect_name() == "arith")
 
 
@@ -73,7 +74,7 @@ def factor(value: SSAValue, nest: Operation) -> Operand | None:
         assert isinstance(op, Operation)
         if op in seen:
             continue
-        if not _pure(op):
+        if not clonable(op):
             return None
         seen.add(op)
         chain.append(op)

@@ -49,7 +49,7 @@ def _move_out(kernel: loop.KernelOp, nest: loop.ParallelOp, reduce: loop.ReduceO
             kept = loop.StoreOp(copy.results[0], sums, list(body.args))
             body.add_op(kept)
     body.add_op(loop.YieldOp())
-    _remove_dead(body)
+    remove_dead(body)
     parent = nest.parent_block()
     assert parent is not None and kept is not None
     parent.insert_op_before(alone, nest)
@@ -65,7 +65,7 @@ def _move_out(kernel: loop.KernelOp, nest: loop.ParallelOp, reduce: loop.ReduceO
     reduce.erase()
 
 
-def _remove_dead(block: Block) -> None:
+def remove_dead(block: Block) -> None:
     """Erases the ops of `block` (stores and the terminator aside) whose results are unused:
     loads, index and float arithmetic, reductions."""
     for op in reversed(list(block.ops)):

@@ -13,13 +13,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import arith
 from xdsl.dialects.builtin import Float32Type, MemRefType, VectorType, f32
-from xdsl.ir import Attribute, OpResult, SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from graphfuse.lowering.cpu.gemm.contractions import Contraction, factor, reads_constants
 from graphfuse.lowering.cpu.gemm.row_panels import RowRun, row_run
 from graphfuse.lowering.cpu.gemm.transposed_pack import TransposedRun, transposable_load
+from graphfuse.lowering.cpu.nest_indices import constant
 
 PACK_PANELS = 16
 """Panels of B packed by one task: rows of B are read in runs of 256 floats."""
@@ -83,10 +83,6 @@ class TilePlan:
     b_constant: bool
     """The operand reads only constants: packed on the first call only."""
     b_in_task: bool
-    rows_outer: bool
-    """Each row tile runs across the task's panels (the panels' loop inside the rows'):
-    the tile's MR output rows are then written as MR streams along their columns, not a
-    tile's worth of lines a row apart each time."""
     """Each task packs its own panels right before its tiles read them, one at a time,
     into a slot of its own (Bp[task][0]) that stays in cache for the panel's tiles."""
     per_task: int
@@ -100,6 +96,15 @@ class TilePlan:
     """B's full panels are packed by vector loads along its rows (row_panels.py)."""
     b_transposed: TransposedRun | None
     """B's full panels are packed by 8x8 transposes along this run (transposed_pack.py)."""
+
+    @property
+    def rows_outer(self) -> bool:
+        """Each row tile runs across the task's panels (the panels' loop inside the
+        rows'): the tile's MR output rows are then written as MR streams along their
+        columns, not a tile's worth of lines a row apart each time. Taken where the task's
+        packed panels (f32) fit ROWS_OUTER_B_BYTES and are not packed inside the task."""
+        panel_bytes = self.found.k * self.nr * 4
+        return not self.b_in_task and self.panels_per_task * panel_bytes <= ROWS_OUTER_B_BYTES
 
     @property
     def nr(self) -> int:
@@ -239,8 +244,6 @@ def plan_tiling(
         a_constant=reads_constants(found.a, constants),
         b_constant=b_constant,
         b_in_task=b_in_task,
-        rows_outer=not b_in_task
-        and panels_per_task * found.k * 2 * lanes * 4 <= ROWS_OUTER_B_BYTES,
         per_task=per_task,
         row_blocks=row_blocks,
         panels_per_task=panels_per_task,
@@ -255,7 +258,9 @@ def _a_in_place(
     found: Contraction, batch_args: Sequence[SSAValue]
 ) -> tuple[SSAValue, SSAValue] | None:
     """A's row and reduction indices when A is a buffer read at [batch..., m, k] with m
-    and k the GEMM's single row and reduction index, last: its rows are then already
+    and k the GEMM's single row and reduction index, last, and the leading indices batch
+    indices or constants (the 0 of a size-1 dimension, as attention's [1, heads, S, S]
+    scores are read): its rows are then already
     Ap's rows (k contiguous), and the tiles read it where it is instead of from a
     packed copy (as BLAS SGEMM reads A). None when A must be packed."""
     load = found.a.direct_load()
@@ -267,15 +272,9 @@ def _a_in_place(
     leading = indices[: len(indices) - 2]
     if indices[-2:] != [rows[0], reduction[0]]:
         return None
-    if not all(i in batch_args or _constant(i) for i in leading):
+    if not all(i in batch_args or constant(i) is not None for i in leading):
         return None
     return rows[0], reduction[0]
-
-
-def _constant(index: SSAValue) -> bool:
-    """Whether `index` is a constant (a size-1 batch dimension's 0: Whisper's scores
-    [1, heads, S, S] are read at [0, h, m, k])."""
-    return isinstance(index, OpResult) and isinstance(index.op, arith.ConstantOp)
 
 
 def _columns_fastest(found: Contraction) -> bool:
