@@ -7,7 +7,7 @@ the same IR (tests/test_pipelines.py checks both). An option at its pass's defau
 out of a spec, so each default lives in its pass. With `--lanes 8` and more than one thread:
 
   graphfuse fuse:                        xdsl-opt in.mlir -p 'graph-fuse'
-  graphfuse compile --emit upstream:     xdsl-opt in.mlir -p 'graph-split-grouped-conv,graph-fuse,convert-graph-to-loop,loop-dedupe-kernels,loop-tile-matmul{threads=true},loop-split-epilogues,loop-plan-scratch,convert-loop-to-upstream{parallel=true},scf-prefetch-rows,scf-hoist-reciprocals,math-approximate,scf-interleave-loops,scf-predicate-short-loops'
+  graphfuse compile --emit upstream:     xdsl-opt in.mlir -p 'graph-split-grouped-conv,graph-fuse,convert-graph-to-loop,loop-dedupe-kernels,loop-tile-matmul{threads=true},loop-split-epilogues,loop-plan-scratch,convert-loop-to-upstream{parallel=true},scf-prefetch-rows,scf-hoist-reciprocals,math-approximate,scf-interleave-loops,scf-predicate-short-loops,scf-outline-tasks'
   graphfuse compile --target nvptx --emit gpu:  xdsl-opt in.mlir -p 'graph-fuse,convert-graph-to-loop{operand-copies=false},loop-dedupe-kernels,convert-loop-to-gpu,convert-loop-to-upstream'
 
 The compiler runs a pipeline stage by stage (fusion, to_loop, cpu_lowering or gpu_lowering)
@@ -62,6 +62,7 @@ def cpu_lowering(parallel: bool, lanes: int) -> str:
         "math-approximate",
         spec("scf-interleave-loops", lanes=lanes),
         spec("scf-predicate-short-loops", lanes=lanes),
+        "scf-outline-tasks",
     )
 
 

@@ -133,6 +133,12 @@ def _get_scf_interleave_loops() -> type[ModulePass]:
     return ScfInterleaveLoopsPass
 
 
+def _get_scf_outline_tasks() -> type[ModulePass]:
+    from graphfuse.lowering.cpu.tuning.scf_outline_tasks import ScfOutlineTasksPass
+
+    return ScfOutlineTasksPass
+
+
 def _get_scf_predicate_short_loops() -> type[ModulePass]:
     from graphfuse.lowering.cpu.tuning.scf_predicate_short_loops import ScfPredicateShortLoopsPass
 
@@ -167,6 +173,7 @@ ALL_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "math-approximate": _get_math_approximate,
     "scf-interleave-loops": _get_scf_interleave_loops,
     "scf-predicate-short-loops": _get_scf_predicate_short_loops,
+    "scf-outline-tasks": _get_scf_outline_tasks,
 }
 """Pass names follow one rule: `convert-x-to-y` for conversions, `<dialect>-<verb>` for
 transforms (the dialect the pass rewrites)."""

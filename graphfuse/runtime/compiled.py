@@ -238,8 +238,25 @@ class CompiledFunction(ArrayFunction):
         one per result) when given, which saves allocating (and first touching) them."""
         inputs = self._check(arrays)
         outputs = self._outputs(out)
-        self._call([*inputs, *outputs])
+        if out is not None and _overlapping(inputs, outputs):
+            # The kernels take their buffers not to overlap (scf-outline-tasks): results
+            # that would overwrite an input on the way go through new arrays.
+            fresh = self._outputs(None)
+            self._call([*inputs, *fresh])
+            for given, result in zip(outputs, fresh, strict=True):
+                np.copyto(given, result)
+        else:
+            self._call([*inputs, *outputs])
         return self._results(outputs)
+
+
+def _overlapping(inputs: Sequence[Array], outputs: Sequence[Array]) -> bool:
+    """Whether an output array may share memory with an input or another output."""
+    return any(
+        np.may_share_memory(output, other)
+        for n, output in enumerate(outputs)
+        for other in [*inputs, *outputs[n + 1 :]]
+    )
 
 
 class _CInterfaceCall:

@@ -33,7 +33,7 @@ from graphfuse.runtime.cpu_tools import (
 from graphfuse.runtime.progress import Progress
 from graphfuse.timing import timed
 
-FORMAT = b"graphfuse-object-1"
+FORMAT = b"graphfuse-object-2"
 """Changes whenever the way an object is made changes outside the hashed arguments."""
 
 SHARDS_PER_WORKER = 1

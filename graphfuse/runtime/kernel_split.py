@@ -3,9 +3,11 @@
 Each part is printed, built and cached on its own (kernel_objects.py), so a changed kernel
 rebuilds one object, unchanged kernels are found in the cache, and the parts build in
 parallel; the linker joins them again. A kernel is a function another function calls
-(`@main` calls `@fused_matmul_add`). Its module holds the kernel, made public, and
-declarations of what it refers to: the globals it reads (external `memref.global`s, no
-bytes) and the functions it calls (`func.func private`). The entry module holds the rest:
+(`@main` calls `@fused_matmul_add`). Its module holds the kernel, made public, the
+functions of its own it calls (internal ones: its loop bodies, scf-outline-tasks), and
+declarations of what else it refers to: the globals it and they read (external
+`memref.global`s, no bytes) and the other functions they call (`func.func private`).
+The entry module holds the rest:
 the entry functions, a declaration per kernel, and every global, made public so the
 kernels' references resolve at link time.
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from xdsl.dialects import func, memref
+from xdsl.dialects import func, llvm, memref
 from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Attribute, Operation, Region
 
@@ -51,7 +53,7 @@ def split_kernels(
             symbols[name] = op
     functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
     called = {name for f in functions for name in _callees(f)}
-    kernels = [f for f in functions if f.sym_name.data in called and f.body.blocks]
+    kernels = [f for f in functions if f.sym_name.data in called and f.body.blocks and not _own(f)]
     kernel_names = {f.sym_name.data for f in kernels}
     parts = {
         f.sym_name.data: _kernel_module(module, f, symbols, kernel_names, detached) for f in kernels
@@ -65,6 +67,8 @@ def _entry_module(
 ) -> ModuleOp:
     ops: list[Operation] = []
     for op in module.ops:
+        if isinstance(op, func.FuncOp) and _own(op):
+            continue  # in the module of the kernel that calls it
         if isinstance(op, func.FuncOp) and op.sym_name.data in kernels:
             ops.append(declare_function(op))
         elif isinstance(op, memref.GlobalOp):
@@ -79,18 +83,43 @@ def _symbol(op: Operation) -> str | None:
     return name.data if isinstance(name, StringAttr) else None
 
 
+def _own(function: func.FuncOp) -> bool:
+    """A function defined with internal linkage: part of the module of the kernel that
+    calls it."""
+    linkage = function.attributes.get("llvm.linkage")
+    return (
+        bool(function.body.blocks)
+        and isinstance(linkage, llvm.LinkageAttr)
+        and (linkage.linkage.data == "internal")
+    )
+
+
 def _callees(function: func.FuncOp) -> list[str]:
     """The functions `function` calls, each once, in the order of first call."""
     names = (op.callee.string_value() for op in function.walk() if isinstance(op, func.CallOp))
     return list(dict.fromkeys(names))
 
 
-def _globals_read(function: func.FuncOp) -> list[str]:
-    """The globals `function` refers to, each once, in the order of first reference."""
+def _globals_read(functions: list[func.FuncOp]) -> list[str]:
+    """The globals `functions` refer to, each once, in the order of first reference."""
     names = (
-        op.name_.string_value() for op in function.walk() if isinstance(op, memref.GetGlobalOp)
+        op.name_.string_value()
+        for function in functions
+        for op in function.walk()
+        if isinstance(op, memref.GetGlobalOp)
     )
     return list(dict.fromkeys(names))
+
+
+def _with_own_callees(kernel: func.FuncOp, symbols: dict[str, Operation]) -> list[func.FuncOp]:
+    """`kernel` and the functions of its own it calls, directly or through them."""
+    found = [kernel]
+    for function in found:
+        for name in _callees(function):
+            callee = symbols[name]
+            if isinstance(callee, func.FuncOp) and _own(callee) and callee not in found:
+                found.append(callee)
+    return found
 
 
 def _kernel_module(
@@ -101,18 +130,22 @@ def _kernel_module(
     detached: Collection[str],
 ) -> ModuleOp:
     ops: list[Operation] = []
-    for name in _globals_read(kernel):
+    functions = _with_own_callees(kernel, symbols)
+    for name in _globals_read(functions):
         found = symbols[name]
         assert isinstance(found, memref.GlobalOp), f"@{name} is read as a global"
         ops.append(_kernel_global(found, name in detached))
-    for name in _callees(kernel):
+    for name in dict.fromkeys(n for f in functions for n in _callees(f)):
         callee = symbols[name]
         assert isinstance(callee, func.FuncOp), f"@{name} is called as a function"
+        if callee in functions:
+            continue
         defined = callee.body.blocks or name in kernels
         ops.append(declare_function(callee) if defined else callee.clone())
     definition = kernel.clone()
     definition.sym_visibility = None  # public: the entry module's object calls it
     ops.append(definition)
+    ops.extend(f.clone() for f in functions[1:])
     return _module_like(module, ops)
 
 

@@ -10,6 +10,7 @@ batch of kernels rather than once per kernel (docs/decisions.md).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from graphfuse.runtime import parallel
@@ -147,7 +148,20 @@ def to_llvm_ir_modules(modules: Sequence[str], stages: Sequence[Sequence[str]]) 
         raise ToolchainError(
             f"{TRANSLATING} failed (mlir-translate): {len(modules)} modules in, {len(pieces)} out"
         )
-    return [parallel.rename_runtime_calls(piece) for piece in pieces]
+    return [mark_own_arguments(parallel.rename_runtime_calls(piece)) for piece in pieces]
+
+
+_OWN_DEFINITION = re.compile(r"^define internal void @.*$", re.M)
+_PLAIN_POINTER = re.compile(r"\bptr (?=%)")
+
+
+def mark_own_arguments(llvm_ir: str) -> str:
+    """Every pointer argument of a kernel module's internal functions marked `noalias`.
+    Those are the kernel's own functions (kernel_split.py), which graphfuse makes only to
+    say that their buffers do not overlap (scf-outline-tasks), and the bodies the OpenMP
+    lowering outlines, whose pointers (thread ids and a context struct on the caller's
+    stack, only read) overlap nothing either."""
+    return _OWN_DEFINITION.sub(lambda m: _PLAIN_POINTER.sub("ptr noalias ", m.group(0)), llvm_ir)
 
 
 def optimise(llvm_ir: str, target: CpuTarget, level: int) -> str:

@@ -93,3 +93,36 @@ def test_split_leaves_the_module_unchanged() -> None:
     before = str(module)
     split_kernels(module, detached={"w"}, reserve_detached=True)
     assert str(module) == before
+
+
+TASKS = """
+"memref.global"() <{sym_name = "w", sym_visibility = "private", type = memref<4xf32>, initial_value = dense<1.0> : tensor<4xf32>, constant}> : () -> ()
+func.func private @expf(f32) -> f32
+func.func @scale(%x: memref<4xf32>, %y: memref<4xf32>) {
+  func.call @scale__task0(%x, %y) : (memref<4xf32>, memref<4xf32>) -> ()
+  func.return
+}
+func.func private @scale__task0(%x: memref<4xf32>, %y: memref<4xf32>) attributes {llvm.linkage = #llvm.linkage<"internal">} {
+  %w = memref.get_global @w : memref<4xf32>
+  %c0 = arith.constant 0 : index
+  %v = memref.load %w[%c0] : memref<4xf32>
+  %e = func.call @expf(%v) : (f32) -> f32
+  func.return
+}
+func.func @main(%x: memref<4xf32>, %y: memref<4xf32>) attributes {llvm.emit_c_interface} {
+  func.call @scale(%x, %y) : (memref<4xf32>, memref<4xf32>) -> ()
+  func.return
+}
+"""
+
+
+def test_split_keeps_a_kernels_own_functions_in_its_module() -> None:
+    split = split_kernels(parse(TASKS))
+    assert list(split.kernels) == ["scale"]
+    part = split.kernels["scale"]
+    functions = _functions(part)
+    # Defined there, with what it reads and calls declared beside it.
+    assert functions["scale__task0"].body.blocks
+    assert not functions["expf"].body.blocks
+    assert list(_globals(part)) == ["w"]
+    assert "scale__task0" not in _functions(split.entry)
