@@ -1134,6 +1134,13 @@ func.func @max_nan(%a: tensor<5xf32>, %b: tensor<5xf32>) -> (tensor<5xf32>, tens
   %2 = graph.relu %a : tensor<5xf32>
   func.return %0, %1, %2 : tensor<5xf32>, tensor<5xf32>, tensor<5xf32>
 }
+func.func @clip_nan(%x: tensor<40xf32>) -> tensor<40xf32> {
+  %lo = graph.constant dense<0.0> : tensor<f32>
+  %hi = graph.constant dense<6.0> : tensor<f32>
+  %0 = graph.max %x, %lo : (tensor<40xf32>, tensor<f32>) -> tensor<40xf32>
+  %1 = graph.min %0, %hi : (tensor<40xf32>, tensor<f32>) -> tensor<40xf32>
+  func.return %1 : tensor<40xf32>
+}
 func.func @sort_asc(%x: tensor<2x7xf32>) -> tensor<2x7xf32> {
   %0 = graph.sort %x axis = 1 : tensor<2x7xf32>
   func.return %0 : tensor<2x7xf32>
@@ -1183,6 +1190,16 @@ def test_max_min_relu_with_nan() -> None:
     a = _f32(NAN, 1, NAN, -2, 3)
     b = _f32(1, NAN, NAN, -1, -INF)
     _check(SPECIAL, "max_nan", [a, b])
+
+
+def test_clip_by_constants_propagates_nan() -> None:
+    # Max and min carry `nsz`: against a constant bound, the NaN must still come through
+    # (vector lanes and the scalar tail alike).
+    x = np.linspace(-3, 9, 40).astype(np.float32)
+    x[[0, 7, 16, 33, 39]] = NAN
+    got = _compile(SPECIAL, "clip_nan")(x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(x))
+    _check(SPECIAL, "clip_nan", [x])
 
 
 _WITH_NAN = _f32(3, NAN, -1, 3, -INF, 0.5, NAN, 2, 2, NAN, -0.0, INF, 0.0, 2).reshape(2, 7)
