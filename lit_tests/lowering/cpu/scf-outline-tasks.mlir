@@ -1,8 +1,10 @@
 // RUN: xdsl-opt %s -p scf-outline-tasks | filecheck %s
 
+"memref.global"() <{sym_name = "bias", sym_visibility = "private", type = memref<28xf32>, initial_value = dense<1.0> : tensor<28xf32>, constant}> : () -> ()
+
 // The parallel loop's body becomes @rows__task0: the loop's index, then what the body reads
-// from outside, each once, in the order it reads them: buffers and scalars. Constants and
-// the reshape of %y are cloned into the task, so %y itself is passed. The task has
+// from outside, each once, in the order it reads them: buffers and scalars. Constants, the
+// global and the reshape of %y are cloned into the task, so %y itself is passed. The task has
 // internal linkage, for LLVM to inline.
 // CHECK-LABEL: func.func @rows(
 // CHECK:         "scf.parallel"
@@ -12,10 +14,12 @@
 // CHECK:       func.func private @rows__task0(%{{.*}}: index, %[[X:.*]]: memref<4x28xf32>, %{{.*}}: f32, %[[Y:.*]]: memref<4x30xf32>) attributes {llvm.linkage = #llvm.linkage<"internal">} {
 // CHECK-DAG:     arith.constant 28 : index
 // CHECK-DAG:     memref.collapse_shape %[[Y]]
+// CHECK-DAG:     memref.get_global @bias
 // CHECK:         scf.for
 // CHECK:         memref.load %[[X]]
 // CHECK:         func.return
 func.func @rows(%x: memref<4x28xf32>, %y: memref<4x30xf32>, %scale: f32) {
+  %bias = memref.get_global @bias : memref<28xf32>
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
@@ -26,7 +30,9 @@ func.func @rows(%x: memref<4x28xf32>, %y: memref<4x30xf32>, %scale: f32) {
   ^bb0(%i: index):
     scf.for %j = %c0 to %c28 step %c1 {
       %v = memref.load %x[%i, %j] : memref<4x28xf32>
-      %s = arith.mulf %v, %scale : f32
+      %m = arith.mulf %v, %scale : f32
+      %b = memref.load %bias[%j] : memref<28xf32>
+      %s = arith.addf %m, %b : f32
       %row = arith.muli %i, %c30 : index
       %at = arith.addi %row, %j : index
       %shifted = arith.addi %at, %c1 : index

@@ -13,7 +13,7 @@ the OpenMP lowering outlines, which reads its buffers from a context struct.
 
 So here the body of each outermost `scf.parallel` of a kernel (of the whole kernel where it
 has none) becomes a private function `@<kernel>__task<N>`, called with the loop's indices,
-the kernel's buffers and the scalars the body reads. Constants and views of buffers
+the kernel's buffers and the scalars the body reads. Constants, globals and views of buffers
 (reshapes, subviews) defined outside the body are cloned into it, so its memref arguments
 are the buffers themselves, each one once. The function has internal linkage: it stays
 in its kernel's module (kernel_split.py), its pointer arguments are marked `noalias` in the
@@ -59,8 +59,9 @@ def _root(value: SSAValue) -> SSAValue:
 
 
 def _clonable(op: Operation) -> bool:
-    """Defined outside a task and cloned into it rather than passed."""
-    return isinstance(op, (arith.ConstantOp, *_VIEWS))
+    """Defined outside a task and cloned into it rather than passed: constants, globals
+    (their values stay visible to LLVM, and a global is never an argument) and views."""
+    return isinstance(op, (arith.ConstantOp, memref.GetGlobalOp, *_VIEWS))
 
 
 def _entries(module: ModuleOp) -> list[func.FuncOp]:
