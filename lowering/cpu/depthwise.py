@@ -3,10 +3,11 @@
 convert-graph-to-loop writes a depthwise convolution (one input channel per group) as a
 nest over the NCHW output points `[N, C, Ho, Wo]` with a `loop.reduce add [1, KH, KW]`
 inside. convert-loop-to-upstream vectorises the innermost dimension, the output row, around
-the reduction's loops: a row of 7 or 8 points (ConvNeXt's and MobileViT's late stages)
-fills half a vector at best, and the taps stay loops inside it (2-3 GFLOP/s).
+the reduction's loops. For 3x3 and 5x5 taps that holds down to rows of a few points (short
+rows run as masked vectors, scf-predicate-short-loops); 7x7 taps (ConvNeXt's) stay loops
+inside the vector loop (2-3 GFLOP/s), and a row of 2-4 points leaves most of a vector idle.
 
-Here such a nest, when its rows are narrow or its taps many (see `_MANY_TAPS`), becomes
+Here such a nest, when its rows are very narrow or its taps many (see `_MANY_TAPS`), becomes
 - a copy of the (padded) input into channels-last order `[N, Hp, Wp, C]` and of the
   weights into `[1, KH, KW, C]`, scratch buffers of the kernel;
 - a nest over `[N, Ho, Wo, C]`, channels innermost (contiguous in both copies), whose body
@@ -41,20 +42,17 @@ _CHAINS = 4
 _MANY_TAPS = 49
 """From this many taps (7x7) on, the channels-last nest is taken at any row width: the
 row-vectorised nest keeps the taps as loops inside the vector loop (7x7 [8,96,56,56]: 7.5x
-the time). 3x3 and 5x5 are taken on strided rows (the row path's loads are strided: 5x5
-[8,120,28,28] at stride 2, 0.45x the time; 3x3 [1,192,28,28] at stride 2, 0.32x at one
-thread and 0.50x at two, [1,144,56,56] 0.73x and 0.81x) but not on wide rows at stride 1
-([8,96,56,56] 5x5: 1.8x).
-Otherwise (3x3) only rows of at most half a vector are: the copies and the NCHW stores
-across channels cost more than the taps where rows fill a vector (3x3 on 14-wide rows,
-16 lanes: 2.1x the time; on 7-wide rows: 0.54x)."""
-_STRIDED_TAPS = 9
-_STRIDED_MAX_WIDTH = 20
-"""Strided rows wider than this keep the row path, whose padded plane is stored in column
-phases (strided_phases.py): MobileNetV2's [1,96,112,112] at stride 2 (56-wide rows) ran
-0.6 ms slower in the model through a 5 MB channels-last copy; with the phases, 28-wide
-rows ([1,144,56,56] 3x3/2) take 63 us against 99 this way and 24-wide ones 35 against 53,
-while 16- to 20-wide rows measure within 7% either way (2 threads)."""
+the time; [1,96,56,56] 371 against 3042 us, [1,768,7,7] 152 against 408, 2 threads).
+Fewer taps (3x3, 5x5) take it only on rows of at most a quarter of a vector (4 points with
+16 lanes): the row path's padded copy and masked rows are vectorised since the kernels'
+buffers are marked not to alias (scf_outline_tasks.py), and the copies and stores across
+channels then cost more than they save on wider rows. 2 threads, 16 lanes, channels-last
+against the row path: [1,960,4,4] 3x3 17.3 against 25.3 us, [1,320,2,2] 9.5 against 12.5;
+[1,384,5,5] 15.3 against 15.5; [1,384,6,6] 17.5 against 15.4; [1,960,7,7] 38.1 against
+27.4; 3x3/2 from [1,576,14,14] 38.9 against 24.0, from [1,192,28,28] 40.4 against 25.0;
+5x5 [1,1152,7,7] 75.8 against 61.4, 5x5/2 from [1,240,28,28] 65.1 against 49.1."""
+_NARROW_SHARE = 4
+"""Rows of at most lanes / _NARROW_SHARE points take the channels-last nest."""
 _L1_BYTES = 24 * 1024
 """What a block of channels may read between two uses of an input vector: most of a
 32 KB L1 data cache."""
@@ -90,10 +88,7 @@ def match_depthwise(nest: loop.ParallelOp, lanes: int) -> _Depthwise | None:
     if loads is None:
         return None
     image, weight = loads
-    width = nest.shape[3]
-    shape = buffer_shape(image.buffer)
-    strided = shape is not None and shape[3] >= 2 * width and width <= _STRIDED_MAX_WIDTH
-    worth: bool = taps >= _MANY_TAPS or (taps >= _STRIDED_TAPS and strided) or 2 * width <= lanes
+    worth = taps >= _MANY_TAPS or _NARROW_SHARE * nest.shape[3] <= lanes
     return _Depthwise(nest, reduce, image, weight) if worth else None
 
 

@@ -65,14 +65,23 @@ func.func @main(%x: {x}, %w: {w}, %b: {b}) -> {y} {{
 CASES = [
     (2, 24, 7, 7, 1, 3, "residual"),  # ConvNeXt's late stage: 7x7, padding 3
     (2, 16, 8, 7, 1, 3, "silu"),  # ConvNeXt tiny
-    (2, 40, 7, 3, 1, 1, "relu6"),  # MobileNetV2's 7x7 stage
-    (2, 24, 14, 3, 2, 1, "relu6"),  # stride 2, symmetric padding: 7-wide output
-    (2, 40, 14, 3, 2, -1, "relu6"),  # stride 2, padding at the end only
-    (2, 24, 9, 3, 1, 0, "silu"),  # no padding: the input itself is copied
+    (2, 40, 4, 3, 1, 1, "relu6"),  # 4-wide rows: a quarter of a vector
+    (2, 24, 8, 3, 2, 1, "relu6"),  # stride 2, symmetric padding: 4-wide output
+    (2, 40, 8, 3, 2, -1, "relu6"),  # stride 2, padding at the end only
+    (2, 24, 6, 3, 1, 0, "silu"),  # no padding: the input itself is copied
     (2, 24, 10, 7, 2, 3, "silu"),  # 7x7 at stride 2
-    (2, 24, 28, 5, 2, 2, "relu6"),  # 5x5 at stride 2 on 14-wide output rows
+    (2, 24, 8, 5, 2, 2, "relu6"),  # 5x5 at stride 2 on 4-wide output rows
     (1, 16, 20, 7, 1, 3, "residual"),  # 7x7 on rows wider than a vector, batch 1
 ]
+"""Convolutions the channels-last nest takes (with 16 lanes)."""
+
+ROW_CASES = [
+    (2, 40, 7, 3, 1, 1, "relu6"),  # MobileNetV2's 7x7 stage
+    (2, 24, 14, 3, 2, 1, "relu6"),  # stride 2 to 7-wide rows
+    (2, 24, 28, 5, 2, 2, "relu6"),  # 5x5 at stride 2 on 14-wide output rows
+    (1, 16, 5, 3, 1, 1, "silu"),  # 5-wide rows, just past a quarter of a vector
+]
+"""Narrow rows that keep the row path: masked vectors along the rows."""
 
 
 def _tiled(text: str, lanes: int = 16) -> loop.KernelOp:
@@ -88,48 +97,47 @@ def _tiled(text: str, lanes: int = 16) -> loop.KernelOp:
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
+@pytest.mark.parametrize("case", CASES + ROW_CASES, ids=[str(c) for c in CASES + ROW_CASES])
 def test_depthwise_matches_reference(
     case: tuple[int, int, int, int, int, int, str], threads: int
 ) -> None:
     text = _conv(*case)
     kernel = _tiled(text)
-    assert not any(isinstance(op, loop.ReduceOp) for op in kernel.walk())
+    assert any(isinstance(op, loop.ReduceOp) for op in kernel.walk()) == (case in ROW_CASES)
     compile_and_compare(parse_text(text, "dw"), options=CompileOptions(threads=threads))
 
 
 def test_channels_innermost() -> None:
     """The depthwise nest runs over [N, Ho, Wo, C] with the 9 taps unrolled (two loads
     each) and reads the channels-last copies; the padded NCHW copy is not written."""
-    kernel = _tiled(_conv(2, 24, 7, 3, 1, 1, "relu6"))
+    kernel = _tiled(_conv(2, 24, 4, 3, 1, 1, "relu6"))
     nests = [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]
-    assert nests[-1].shape == (2, 7, 7, 24)
+    assert nests[-1].shape == (2, 4, 4, 24)
     loads = [op for op in nests[-1].walk() if isinstance(op, loop.LoadOp)]
-    image = [op for op in loads if op.buffer.type.get_shape() == (2, 9, 9, 24)]
+    image = [op for op in loads if op.buffer.type.get_shape() == (2, 6, 6, 24)]
     weight = [op for op in loads if op.buffer.type.get_shape() == (1, 3, 3, 24)]
     assert len(image) == 9 and len(weight) == 9
     # the padded copy's border fills (top and bottom rows, left and right columns) and its
-    # interior copy (8x8 transposes along each 7x7 plane) write the channels-last copy
+    # interior copy (8x8 transposes along each 4x4 plane) write the channels-last copy
     stores = [op.buffer.type.get_shape() for op in kernel.walk() if isinstance(op, loop.StoreOp)]
-    assert (2, 24, 9, 9) not in stores and stores.count((2, 9, 9, 24)) == 4
-    assert any(op.name == "vector.store" and "2x9x9x24" in str(op) for op in kernel.walk())
+    assert (2, 24, 6, 6) not in stores and stores.count((2, 6, 6, 24)) == 4
+    assert any(op.name == "vector.store" and "2x6x6x24" in str(op) for op in kernel.walk())
 
 
 @pytest.mark.parametrize("lanes", [8, 16])
-def test_wide_rows_untouched(lanes: int) -> None:
-    """3x3 rows wider than half a vector stay vectorised along the row (the reduction is
-    kept), and 5x5 ones at stride 1; 7x7 convolutions are taken at any width, 3x3 ones at
-    stride 2 too up to 20-wide rows (wider ones keep the row path, strided_phases.py)."""
-    kept = _tiled(_conv(1, 16, 14, 3, 1, 1, "relu6"), lanes)
-    assert any(isinstance(op, loop.ReduceOp) for op in kept.walk())
+def test_rows_past_a_quarter_of_a_vector_untouched(lanes: int) -> None:
+    """3x3 and 5x5 rows wider than a quarter of a vector stay vectorised along the row
+    (the reduction is kept), at any stride; 7x7 convolutions are taken at any width."""
+    quarter = _tiled(_conv(1, 16, 4, 3, 1, 1, "relu6"), lanes)
+    assert any(isinstance(op, loop.ReduceOp) for op in quarter.walk()) == (lanes == 8)
     narrow = _tiled(_conv(1, 16, 7, 3, 1, 1, "relu6"), lanes)
-    assert any(isinstance(op, loop.ReduceOp) for op in narrow.walk()) == (lanes == 8)
+    assert any(isinstance(op, loop.ReduceOp) for op in narrow.walk())
     five = _tiled(_conv(1, 16, 20, 5, 1, 2, "relu6"), lanes)
     assert any(isinstance(op, loop.ReduceOp) for op in five.walk())
     wide = _tiled(_conv(1, 16, 20, 7, 1, 3, "relu6"), lanes)
     assert not any(isinstance(op, loop.ReduceOp) for op in wide.walk())
-    strided = _tiled(_conv(1, 16, 40, 3, 2, 1, "relu6"), lanes)  # 20-wide rows, stride 2
-    assert not any(isinstance(op, loop.ReduceOp) for op in strided.walk())
+    strided = _tiled(_conv(1, 16, 28, 3, 2, 1, "relu6"), lanes)  # 14-wide rows, stride 2
+    assert any(isinstance(op, loop.ReduceOp) for op in strided.walk())
     # 28-wide rows at stride 2 keep the row path, on a plane stored in column phases
     phased = _tiled(_conv(1, 16, 56, 3, 2, 1, "relu6"), lanes)
     assert any(isinstance(op, loop.ReduceOp) for op in phased.walk())
@@ -138,8 +146,8 @@ def test_wide_rows_untouched(lanes: int) -> None:
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize(
     "case",
-    [(2, 24, 7, 3, 1, 1, "relu6"), (1, 16, 20, 7, 1, 3, "silu"), (2, 40, 14, 3, 2, 1, "relu6")],
-    ids=["7x7 points, batch 2", "20x20 7x7 taps", "stride 2 to 7x7"],
+    [(2, 24, 4, 3, 1, 1, "relu6"), (1, 16, 20, 7, 1, 3, "silu"), (2, 40, 8, 3, 2, 1, "relu6")],
+    ids=["4x4 points, batch 2", "20x20 7x7 taps", "stride 2 to 4x4"],
 )
 def test_channels_last_results_reach_nchw_through_transposes(
     case: tuple[int, int, int, int, int, int, str], threads: int
@@ -170,7 +178,7 @@ def test_constant_weights_are_reordered_on_the_first_call_only() -> None:
     shares bytes (loop-plan-scratch), still match the reference."""
     rng = np.random.default_rng(0)
     weights = rng.standard_normal((24, 1, 3, 3)).round(3)
-    text = _conv(1, 24, 7, 3, 1, 1, "relu6")
+    text = _conv(1, 24, 4, 3, 1, 1, "relu6")
     text = text.replace(", %w: tensor<24x1x3x3xf32>", "")
     text = text.replace(
         "{\n  %0 = graph.conv2d",
@@ -192,12 +200,12 @@ def test_constant_weights_are_reordered_on_the_first_call_only() -> None:
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_many_channels_are_computed_a_block_at_a_time(threads: int) -> None:
-    """256 channels of 3x3 taps on 7-wide rows: a block of channels whose input rows and
+    """512 channels of 3x3 taps on 4-wide rows: a block of channels whose input rows and
     weights fit most of L1 (128 here) is finished over the image before the next; same
     results."""
-    text = _conv(1, 256, 7, 3, 1, 1, "relu6")
+    text = _conv(1, 512, 4, 3, 1, 1, "relu6")
     nests = [n for n in _tiled(text).body.block.ops if isinstance(n, loop.ParallelOp)]
-    assert any(n.shape == (1, 2, 7, 7, 128) for n in nests)
-    few = [n for n in _tiled(_conv(1, 64, 7, 3, 1, 1, "relu6")).body.block.ops]
-    assert any(isinstance(n, loop.ParallelOp) and n.shape == (1, 7, 7, 64) for n in few)
+    assert any(n.shape == (1, 4, 4, 4, 128) for n in nests)
+    few = [n for n in _tiled(_conv(1, 64, 4, 3, 1, 1, "relu6")).body.block.ops]
+    assert any(isinstance(n, loop.ParallelOp) and n.shape == (1, 4, 4, 64) for n in few)
     compile_and_compare(parse_text(text, "dw"), options=CompileOptions(threads=threads))

@@ -45,9 +45,9 @@ def test_wide_depthwise_runs_plane_by_plane(
 
 
 def test_narrow_rows_keep_the_channels_last_path() -> None:
-    """7-wide rows at 16 lanes are vectorised across channels (depthwise.py) instead."""
-    nests = _planes(_tiled(_conv(2, 24, 7, 3, 1, 1, "relu6")))
-    assert nests[-1].shape == (2, 7, 7, 24)
+    """4-wide rows at 16 lanes are vectorised across channels (depthwise.py) instead."""
+    nests = _planes(_tiled(_conv(2, 24, 4, 3, 1, 1, "relu6")))
+    assert nests[-1].shape == (2, 4, 4, 24)
 
 
 def test_one_dimensional_nests_reading_scratch_are_left_alone() -> None:

@@ -44,8 +44,8 @@ CASES = {
     "3x3 conv, 16 channels, rows of 12": _conv_bn_relu(2, 16, 8, 12, 1, 1, 1),
     "3x3 conv, stride 2, rows of 17": _conv_bn_relu(1, 8, 8, 17, 2, 1, 1),
     "7x7 depthwise, rows of 8": _depthwise(1, 16, 8, 7, 1, 3, "silu"),
-    "3x3 depthwise, rows of 7 from 14": _depthwise(2, 24, 14, 3, 2, 1, "relu6"),
-    "3x3 depthwise, 7x7 planes": _depthwise(2, 24, 7, 3, 1, 1, "relu6"),
+    "3x3 depthwise, rows of 4 from 8": _depthwise(2, 24, 8, 3, 2, 1, "relu6"),
+    "3x3 depthwise, 4x4 planes": _depthwise(2, 24, 4, 3, 1, 1, "relu6"),
     "3x3 depthwise, 3x3 planes (9 points)": _depthwise(1, 32, 3, 3, 1, 1, "silu"),
 }
 
