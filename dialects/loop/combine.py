@@ -16,18 +16,18 @@ from graphfuse.dialects.loop.emitter import is_float
 from graphfuse.dialects.loop.ops import ReduceKind
 
 _REASSOC = (FastMathFlag.REASSOC, FastMathFlag.ALLOW_CONTRACT)
-_NSZ = arith.FastMathFlagsAttr((FastMathFlag.NO_SIGNED_ZEROS,))
-"""Max/min reductions still propagate NaN but need not order -0 below +0 (nor does NumPy's
-np.max): on AVX2 that is max + one blend per vector, not five ops."""
+NSZ = arith.FastMathFlagsAttr((FastMathFlag.NO_SIGNED_ZEROS,))
+"""Float max/min (reductions, ReLU, Clip) still propagate NaN but need not order -0 below +0
+(nor does NumPy's np.max): on AVX2 that is max + one blend per vector, not five ops."""
 
 _COMBINE: dict[tuple[ReduceKind, bool], Callable[[SSAValue, SSAValue], Operation]] = {
     (ReduceKind.ADD, True): lambda a, b: arith.AddfOp(a, b, arith.FastMathFlagsAttr(_REASSOC)),
     (ReduceKind.ADD, False): arith.AddiOp,
     (ReduceKind.MUL, True): lambda a, b: arith.MulfOp(a, b, arith.FastMathFlagsAttr(_REASSOC)),
     (ReduceKind.MUL, False): arith.MuliOp,
-    (ReduceKind.MAX, True): lambda a, b: arith.MaximumfOp(a, b, _NSZ),
+    (ReduceKind.MAX, True): lambda a, b: arith.MaximumfOp(a, b, NSZ),
     (ReduceKind.MAX, False): arith.MaxSIOp,
-    (ReduceKind.MIN, True): lambda a, b: arith.MinimumfOp(a, b, _NSZ),
+    (ReduceKind.MIN, True): lambda a, b: arith.MinimumfOp(a, b, NSZ),
     (ReduceKind.MIN, False): arith.MinSIOp,
     (ReduceKind.UMAX, False): arith.MaxUIOp,
     (ReduceKind.UMIN, False): arith.MinUIOp,

@@ -260,9 +260,9 @@ def _a_in_place(
     """A's row and reduction indices when A is a buffer read at [batch..., m, k] with m
     and k the GEMM's single row and reduction index, last, and the leading indices batch
     indices or constants (the 0 of a size-1 dimension, as attention's [1, heads, S, S]
-    scores are read): its rows are then already
-    Ap's rows (k contiguous), and the tiles read it where it is instead of from a
-    packed copy (as BLAS SGEMM reads A). None when A must be packed."""
+    scores are read): its rows are then already Ap's rows (k contiguous), and the tiles
+    read it where it is instead of from a packed copy (as BLAS SGEMM reads A). None when
+    A must be packed."""
     load = found.a.direct_load()
     rows = found.args(found.rows)
     reduction = found.reduce.body.block.args

@@ -30,6 +30,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from graphfuse.dialects.loop.combine import NSZ
 from graphfuse.dialects.loop.emitter import BlockBuilder
 from graphfuse.lowering.cpu.tuning.max_bounds import at_most_zero
 
@@ -99,9 +100,8 @@ def _tanh(b: BlockBuilder, x: SSAValue) -> SSAValue:
     `1 - 2 / (exp(2|x|) + 1)` with a small-|x| polynomial took about 45 ops."""
     limit = b.constant(_TANH_SATURATED, f32)
     # nsz: the clamp need not order -0 below +0 (x * P / Q keeps x's zero sign anyway).
-    nsz = arith.FastMathFlagsAttr((FastMathFlag.NO_SIGNED_ZEROS,))
-    low = b.emit(arith.MaximumfOp(x, b.emit(arith.NegfOp(limit)), nsz))
-    clamped = b.emit(arith.MinimumfOp(low, limit, nsz))
+    low = b.emit(arith.MaximumfOp(x, b.emit(arith.NegfOp(limit)), NSZ))
+    clamped = b.emit(arith.MinimumfOp(low, limit, NSZ))
     z = _mul(b, clamped, clamped)
     ratio = b.emit(arith.DivfOp(_mul(b, clamped, _horner(b, z, _TANH_P)), _horner(b, z, _TANH_Q)))
     # Exactly +-1 where tanh rounds to it (|x| >= 9): there c = +-9, and c * f32(1/9) rounds

@@ -37,6 +37,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from graphfuse.dialects.loop import abi
+from graphfuse.lowering.loop_to_upstream.loop_indexing import inside
 
 TASK_MARK = "__task"
 """Between a kernel's name and its task's number."""
@@ -103,20 +104,21 @@ class _Captures:
     cloned: list[Operation]
 
 
-def _captures(ops: Sequence[Operation], inside: Region | Block) -> _Captures:
+def _captures(ops: Sequence[Operation], owner: Operation) -> _Captures:
+    """What `ops` (the body of `owner`) read from outside `owner`."""
     passed: list[SSAValue] = []
     cloned: list[Operation] = []
     seen: set[SSAValue] = set()
 
     def take(value: SSAValue) -> None:
-        if value in seen or _defined_in(value, inside):
+        if value in seen or inside(value, owner):
             return
         seen.add(value)
-        owner = value.owner
-        if isinstance(owner, Operation) and _clonable(owner):
-            for operand in owner.operands:
+        definer = value.owner
+        if isinstance(definer, Operation) and _clonable(definer):
+            for operand in definer.operands:
                 take(operand)
-            cloned.append(owner)
+            cloned.append(definer)
         else:
             passed.append(value)
 
@@ -127,23 +129,13 @@ def _captures(ops: Sequence[Operation], inside: Region | Block) -> _Captures:
     return _Captures(passed, cloned)
 
 
-def _defined_in(value: SSAValue, where: Region | Block) -> bool:
-    owner = value.owner
-    block = owner if isinstance(owner, Block) else owner.parent_block()
-    while block is not None:
-        if block is where or block.parent is where:
-            return True
-        parent = block.parent_op()
-        block = parent.parent_block() if parent is not None else None
-    return False
-
-
 def _outline(
-    name: str, body: Block, ops: Sequence[Operation], indices: Sequence[SSAValue]
+    name: str, owner: Operation, ops: Sequence[Operation], indices: Sequence[SSAValue]
 ) -> tuple[func.FuncOp, list[SSAValue]]:
-    """A private function `name` running `ops` (of `body`), its arguments `indices` then
-    what the ops read from outside; returns it and the values to call it with."""
-    captures = _captures(ops, body)
+    """A private function `name` running `ops` (the body of `owner`), its arguments
+    `indices` then what the ops read from outside; returns it and the values to call it
+    with."""
+    captures = _captures(ops, owner)
     arguments = [*indices, *captures.passed]
     block = Block(arg_types=[a.type for a in arguments])
     mapping: dict[SSAValue, SSAValue] = dict(zip(arguments, block.args, strict=True))
@@ -163,20 +155,17 @@ def _outline_kernel(kernel: func.FuncOp) -> list[func.FuncOp]:
     tasks: list[func.FuncOp] = []
     parallels = _outermost_parallels(kernel)
     # The whole kernel's body is passed the kernel's arguments, a loop's its indices.
-    bodies: Iterable[tuple[Block, Sequence[SSAValue]]] = (
-        [(p.body.block, list(p.body.block.args)) for p in parallels]
-        if parallels
-        else [(kernel.body.block, list(kernel.body.block.args))]
-    )
-    for body, indices in bodies:
+    owners: Iterable[scf.ParallelOp | func.FuncOp] = parallels or [kernel]
+    for owner in owners:
+        body = owner.body.block
         ops = list(body.ops)[:-1]  # scf.reduce or func.return stays
         if not ops:
             continue
-        task, arguments = _outline(f"{name}{TASK_MARK}{len(tasks)}", body, ops, indices)
+        task, arguments = _outline(f"{name}{TASK_MARK}{len(tasks)}", owner, ops, body.args)
         tasks.append(task)
         terminator = body.last_op
         assert terminator is not None
-        call = func.CallOp(task.sym_name.data, [a for a in arguments], [])
+        call = func.CallOp(task.sym_name.data, arguments, [])
         body.insert_op_before(call, terminator)
         for op in reversed(ops):
             Rewriter.erase_op(op, safe_erase=False)

@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import AnyFloat, BFloat16Type, Float16Type, FloatAttr, IntegerType
-from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects import graph, loop
+from graphfuse.dialects.loop.combine import NSZ
 from graphfuse.dialects.loop.emitter import Emitter, compute_type, is_float
 from graphfuse.lowering.graph_to_loop.scalars.integer_ops import (
     bitwise_not,
@@ -54,9 +54,6 @@ def _abs(em: Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
     return em.emit(math.AbsFOp(x) if is_float(x.type) else math.AbsIOp(x))
 
 
-_NSZ = arith.FastMathFlagsAttr((FastMathFlag.NO_SIGNED_ZEROS,))
-
-
 def _relu(em: Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
     """max(x, 0), NaN propagating. For floats with `nsz`: relu(-0.0) may be -0.0 (equal to
     0.0 as a value), which spares AVX2 the four instructions per vector that order -0
@@ -67,7 +64,7 @@ def _relu(em: Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
     zero = em.constant(0, x.type)
     if not is_float(x.type):
         return em.emit(arith.MaxSIOp(x, zero))
-    return em.emit(arith.MaximumfOp(x, zero, _NSZ))
+    return em.emit(arith.MaximumfOp(x, zero, NSZ))
 
 
 def _sigmoid(em: Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
@@ -109,7 +106,7 @@ def _without_signed_zeros(
     (equal as a value). Against a constant (Clip's bounds, ReLU6) the NaN then propagates
     through the operand order of one vmaxps: without `nsz` each took three instructions,
     a fifth of a depthwise kernel's vector work after its nine multiply-adds."""
-    return lambda a, b: make(a, b, _NSZ)
+    return lambda a, b: make(a, b, NSZ)
 
 
 def _pow(em: Emitter, op: Operation, args: Sequence[SSAValue]) -> SSAValue:
