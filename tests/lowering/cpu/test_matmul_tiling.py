@@ -656,3 +656,39 @@ def test_own_packing_tasks_are_cut_finer(monkeypatch: Any) -> None:
     (plan,) = plans
     assert plan.b_in_task and plan.panels == 72
     assert plan.tasks == 15 and plan.panels_per_task == 5
+
+
+def _constant_weights(m: int, k: int, n: int) -> str:
+    """x @ W + bias, ReLU, with W a constant (a model's weights)."""
+    import numpy as np
+
+    w = np.random.default_rng(5).standard_normal((k, n)).astype(np.float32)
+    x, y = _t(m, k), _t(m, n)
+    return f"""
+func.func @main(%x: {x}, %bias: {_t(n)}) -> {y} {{
+  %w = graph.constant dense<"0x{w.tobytes().hex().upper()}"> : {_t(k, n)}
+  %0 = graph.matmul %x, %w : ({x}, {_t(k, n)}) -> {y}
+  %1 = graph.add %0, %bias : ({y}, {_t(n)}) -> {y}
+  %2 = graph.relu %1 : {y}
+  func.return %2 : {y}
+}}
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_constant_weights_take_longer_even_row_blocks(threads: int, monkeypatch: Any) -> None:
+    """Where B is constant, a row block takes as many tiles as COLD_B_A_BYTES of A rows
+    allow (past MAX_TILES_PER_TASK), in blocks of even size: 17 full tiles with room for
+    7 make blocks of 6, 6 and 5 (and the 5-row tail), not 7, 7 and 3. The same product
+    with B an argument keeps MAX_TILES_PER_TASK. All match the reference."""
+    monkeypatch.setattr(tile_plan, "MIN_THREADED_MACS", 0)
+    monkeypatch.setattr(tile_plan, "MAX_TILES_PER_TASK", 4)
+    monkeypatch.setattr(tile_plan, "COLD_B_A_BYTES", 4 * 96 * tile_plan.MR * 7)
+    plans = _plans(monkeypatch)
+    m = 17 * tile_plan.MR + 5
+    options = CompileOptions(threads=threads, lanes=8)
+    compile_and_compare(parse_text(_constant_weights(m, 96, 40), "w"), options=options)
+    compile_and_compare(parse_text(_matmul_bias_relu((), m, 96, 40, True), "mm"), options=options)
+    constant, argument = plans
+    assert constant.b_constant and (constant.per_task, constant.row_blocks) == (6, 3)
+    assert not argument.b_constant and (argument.per_task, argument.row_blocks) == (4, 5)
