@@ -37,15 +37,23 @@ use 27."""
 DOT_COLUMNS = 4
 """At most this many columns past a last panel's vectors are computed as dot products."""
 MAX_TILES_PER_TASK = 16
-"""A task's row tiles share each B panel from L2 (16 tiles: 96 rows)."""
-COLD_B_A_BYTES = 1 << 22
-"""Where B reads only constants (a model's weights, packed once and, in a large model,
-evicted from every cache by the next call), a task's row block takes as many row tiles as
-keep its A rows (f32, all of K) within this many bytes, in place of MAX_TILES_PER_TASK:
-the first tile over a panel reads it from memory, at a fifth of the FMA rate, and more
-tiles share that read. A's block is read again per panel, from L3. BERT-base (its weights
-340 MB; the feed-forward GEMM 512 x 3072 x 768 cut into 16-tile row blocks lost 6% with
-the weights flushed from cache, onnxruntime nothing): 191.7 -> 186.0 ms."""
+"""A row block has at least this many row tiles where it has them (ROW_BLOCK_A_BYTES):
+they share each B panel from L2."""
+ROW_BLOCK_A_BYTES = 1 << 22
+"""A row block takes as many row tiles as keep its A rows (f32, all of K) within this
+many bytes (MAX_TILES_PER_TASK at least), in blocks of even size; A's block is read
+again per panel, from L3. Where B is a model's weights (packed once and, in a large
+model, evicted from every cache by the next call), the first tile over a panel reads it
+from memory at a fifth of the FMA rate, and more tiles share that read: BERT-base 196.8
+-> 189.3 ms (its feed-forward GEMM 512 x 3072 x 768 in 16-tile row blocks lost 6% with
+its weights flushed from cache, onnxruntime nothing). Where B is computed (a
+convolution's input), one row block lets each task pack its own panels right before its
+tiles read them, with no packing pass through L3 before: ResNet-50 19.56 -> 19.30 ms."""
+STORE_BOUND_K = 64
+"""A GEMM with a computed B and K up to this keeps row blocks of MAX_TILES_PER_TASK where
+its tasks' panels then fit ROWS_OUTER_B_BYTES: such a GEMM is bound by its stores, which
+row tiles run across the panels write as streams (attention's 1500 x 64 @ 64 x 1500
+scores per head: 3317 us so, 3422 in one row block)."""
 MIN_TASKS = 8
 """Fewer tiles per task on short threaded GEMMs, so both cores still get work (a GEMM on
 the calling thread is cut into row blocks only)."""
@@ -111,8 +119,7 @@ class TilePlan:
         rows'): the tile's MR output rows are then written as MR streams along their
         columns, not a tile's worth of lines a row apart each time. Taken where the task's
         packed panels (f32) fit ROWS_OUTER_B_BYTES and are not packed inside the task."""
-        panel_bytes = self.found.k * self.nr * 4
-        return not self.b_in_task and self.panels_per_task * panel_bytes <= ROWS_OUTER_B_BYTES
+        return _rows_outer(self.b_in_task, self.panels_per_task, self.found.k, self.lanes)
 
     @property
     def nr(self) -> int:
@@ -204,6 +211,64 @@ class TilePlan:
         )
 
 
+@dataclass(frozen=True)
+class _Split:
+    """How a GEMM's rows and panels are cut into tasks, for a given row block size."""
+
+    per_task: int
+    row_blocks: int
+    b_in_task: bool
+    threaded: bool
+    panels: int
+    panels_per_task: int
+
+    @staticmethod
+    def of(
+        found: Contraction,
+        full: int,
+        per_task: int,
+        b_batched: bool,
+        b_constant: bool,
+        threads: bool,
+        lanes: int,
+    ) -> _Split:
+        """Row blocks of `per_task` of the `full` row tiles; then, on threads, the panels
+        are split too, until there is a task per MACS_PER_TASK (two at least, MIN_TASKS at
+        most). The row tail joins the last block."""
+        points = math.prod(found.nest.shape[d] for d in found.batch)
+        row_blocks = max(1, -(-full // per_task))
+        # With one row block (and B per batch point, or one point) every panel belongs to
+        # one task: that task packs it right before its tiles use it (from L2), not a pass
+        # over all of B before (through memory when B's panels outgrow the cache, and one
+        # more fork and join).
+        b_in_task = row_blocks == 1 and (b_batched or points == 1) and not b_constant
+        panels = -(-found.n // (2 * lanes))
+        macs = found.m * found.n * found.k * points
+        threaded = threads and macs >= MIN_THREADED_MACS
+        most = MOST_OWN_PACKING_TASKS if b_in_task else MIN_TASKS
+        fewest = max(2, min(most, macs // MACS_PER_TASK)) if threaded else 1
+        wanted = -(-fewest // (points * row_blocks))
+        if threaded and points * panels == 1 and row_blocks == 1 and full > 1:
+            # One panel, one task (32 x 32 from a 4x4 image pair): the row tiles are split
+            # in two, each task packing the panel itself; packing it twice costs less than
+            # a pass over B before the tasks, with its own fork and join.
+            per_task = -(-full // 2)
+            row_blocks = -(-full // per_task)
+            wanted = 1
+        panels_per_task = -(-panels // min(panels, max(1, wanted)))
+        return _Split(per_task, row_blocks, b_in_task, threaded, panels, panels_per_task)
+
+    def rows_outer(self, k: int, lanes: int) -> bool:
+        """TilePlan.rows_outer for this split."""
+        return _rows_outer(self.b_in_task, self.panels_per_task, k, lanes)
+
+
+def _rows_outer(b_in_task: bool, panels_per_task: int, k: int, lanes: int) -> bool:
+    """A task's packed panels (f32, 2 * lanes wide) fit ROWS_OUTER_B_BYTES and are not
+    packed inside the task (TilePlan.rows_outer)."""
+    return not b_in_task and panels_per_task * k * 2 * lanes * 4 <= ROWS_OUTER_B_BYTES
+
+
 def plan_tiling(
     found: Contraction, threads: bool, constants: set[SSAValue], lanes: int
 ) -> TilePlan:
@@ -211,34 +276,22 @@ def plan_tiling(
     a constant."""
     batch_args = found.args(found.batch)
     batch_shape = [found.nest.shape[d] for d in found.batch]
-    points = math.prod(batch_shape)
     b_batched = any(x in found.b.depends for x in batch_args)
     b_constant = reads_constants(found.b, constants)
     full = found.m // MR
-    # Row blocks of up to 16 tiles (one block for a short GEMM); then, on threads, the
-    # panels are split too, until there is a task per MACS_PER_TASK (two at least,
-    # MIN_TASKS at most). The row tail joins the last block.
-    per_task = _tiles_per_task(found, full, b_constant)
-    row_blocks = max(1, -(-full // per_task))
-    # With one row block (and B per batch point, or one point) every panel belongs to
-    # one task: that task packs it right before its tiles use it (from L2), not a pass
-    # over all of B before (through memory when B's panels outgrow the cache, and one
-    # more fork and join).
-    b_in_task = row_blocks == 1 and (b_batched or points == 1) and not b_constant
-    panels = -(-found.n // (2 * lanes))
-    macs = found.m * found.n * found.k * points
-    threaded = threads and macs >= MIN_THREADED_MACS
-    most = MOST_OWN_PACKING_TASKS if b_in_task else MIN_TASKS
-    fewest = max(2, min(most, macs // MACS_PER_TASK)) if threaded else 1
-    wanted = -(-fewest // (points * row_blocks))
-    if threaded and points * panels == 1 and row_blocks == 1 and full > 1:
-        # One panel, one task (32 x 32 from a 4x4 image pair): the row tiles are split
-        # in two, each task packing the panel itself; packing it twice costs less than a
-        # pass over B before the tasks, with its own fork and join.
-        per_task = -(-full // 2)
-        row_blocks = -(-full // per_task)
-        wanted = 1
-    panels_per_task = -(-panels // min(panels, max(1, wanted)))
+    split = _Split.of(
+        found, full, _tiles_per_task(found, full), b_batched, b_constant, threads, lanes
+    )
+    if not b_constant:
+        # A short K keeps 16-tile row blocks where their row tiles run across the
+        # panels (STORE_BOUND_K).
+        short = _Split.of(
+            found, full, min(full, MAX_TILES_PER_TASK) or 1, b_batched, False, threads, lanes
+        )
+        if found.k <= STORE_BOUND_K and short.rows_outer(found.k, lanes):
+            split = short
+    per_task, row_blocks, b_in_task = split.per_task, split.row_blocks, split.b_in_task
+    threaded, panels_per_task, panels = split.threaded, split.panels_per_task, split.panels
     columns_fastest = _columns_fastest(found)
     return TilePlan(
         found=found,
@@ -262,13 +315,11 @@ def plan_tiling(
     )
 
 
-def _tiles_per_task(found: Contraction, full: int, b_constant: bool) -> int:
-    """Full row tiles per row block, of `full`: up to MAX_TILES_PER_TASK; where B is
-    constant, up to COLD_B_A_BYTES of A rows, the blocks made even (85 tiles in two
-    blocks: 43 and 42, not 56 and 29)."""
-    if not b_constant:
-        return min(full, MAX_TILES_PER_TASK) or 1
-    most = max(MAX_TILES_PER_TASK, COLD_B_A_BYTES // (4 * found.k * MR))
+def _tiles_per_task(found: Contraction, full: int) -> int:
+    """Full row tiles per row block, of `full`: as many as ROW_BLOCK_A_BYTES of A rows
+    hold (MAX_TILES_PER_TASK at least), the blocks made even (85 tiles in two blocks:
+    43 and 42, not 56 and 29)."""
+    most = max(MAX_TILES_PER_TASK, ROW_BLOCK_A_BYTES // (4 * found.k * MR))
     blocks = -(-full // most)
     return -(-full // blocks) if full else 1
 

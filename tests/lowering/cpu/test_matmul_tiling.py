@@ -535,10 +535,11 @@ def _batched_matmul(m: int) -> str:
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_single_row_block_packs_its_panels_in_its_tasks(threads: int) -> None:
+def test_single_row_block_packs_its_panels_in_its_tasks(threads: int, monkeypatch: Any) -> None:
     """With one row block (M = 60: 10 tiles) each task packs its own panels before its
     tiles: one parallel loop, not a packing one first; with M = 200 (two row blocks
     share each panel) B is packed by a parallel loop of its own. Both match."""
+    monkeypatch.setattr(tile_plan, "ROW_BLOCK_A_BYTES", 0)  # row blocks of 16 tiles
     for m, loops in ((60, 1), (200, 2)):
         text = _batched_matmul(m)
         upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, CompileOptions(threads=2))
@@ -599,6 +600,7 @@ def test_row_tiles_run_across_the_panels_when_they_fit(
     (its MR output rows written as streams along N); with a budget of 0 it runs the
     panels outside, as before. Both orders, with their row tails, narrow last panels and
     dot columns, give the reference's results."""
+    monkeypatch.setattr(tile_plan, "ROW_BLOCK_A_BYTES", 0)  # row blocks of 16 tiles
     monkeypatch.setattr(tile_plan, "ROWS_OUTER_B_BYTES", budget)
     monkeypatch.setattr(tile_plan, "MIN_THREADED_MACS", 0)
     plans = _plans(monkeypatch)
@@ -633,6 +635,7 @@ def test_few_panels_are_packed_by_several_tasks(lanes: int, monkeypatch: Any) ->
     """A threaded GEMM whose B is packed before its tasks (two row blocks: 128 output
     channels) and has few panels (a 14x14 image: 196 columns) packs them in at least
     MIN_PACK_TASKS tasks, not one; on the calling thread in one. Both match."""
+    monkeypatch.setattr(tile_plan, "ROW_BLOCK_A_BYTES", 0)  # row blocks of 16 tiles
     plans = _plans(monkeypatch)
     text = _conv_bn_relu(1, 64, 128, 14, 1, 1, 1)
     for threads in (2, 1):
@@ -676,19 +679,25 @@ func.func @main(%x: {x}, %bias: {_t(n)}) -> {y} {{
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_constant_weights_take_longer_even_row_blocks(threads: int, monkeypatch: Any) -> None:
-    """Where B is constant, a row block takes as many tiles as COLD_B_A_BYTES of A rows
-    allow (past MAX_TILES_PER_TASK), in blocks of even size: 17 full tiles with room for
-    7 make blocks of 6, 6 and 5 (and the 5-row tail), not 7, 7 and 3. The same product
-    with B an argument keeps MAX_TILES_PER_TASK. All match the reference."""
+def test_row_blocks_hold_their_a_budget_in_even_blocks(threads: int, monkeypatch: Any) -> None:
+    """A row block takes as many tiles as ROW_BLOCK_A_BYTES of A rows allow (past
+    MAX_TILES_PER_TASK), in blocks of even size: 17 full tiles with room for 7 make blocks
+    of 6, 6 and 5 (and the 5-row tail), not 7, 7 and 3, whether B is a constant or an
+    argument. A short K (STORE_BOUND_K) with a computed B keeps MAX_TILES_PER_TASK, its
+    row tiles running across the panels. All match the reference."""
     monkeypatch.setattr(tile_plan, "MIN_THREADED_MACS", 0)
     monkeypatch.setattr(tile_plan, "MAX_TILES_PER_TASK", 4)
-    monkeypatch.setattr(tile_plan, "COLD_B_A_BYTES", 4 * 96 * tile_plan.MR * 7)
+    monkeypatch.setattr(tile_plan, "ROW_BLOCK_A_BYTES", 4 * 96 * tile_plan.MR * 7)
     plans = _plans(monkeypatch)
-    m = 17 * tile_plan.MR + 5
+    m, short_k = 17 * tile_plan.MR + 5, tile_plan.STORE_BOUND_K
     options = CompileOptions(threads=threads, lanes=8)
-    compile_and_compare(parse_text(_constant_weights(m, 96, 40), "w"), options=options)
-    compile_and_compare(parse_text(_matmul_bias_relu((), m, 96, 40, True), "mm"), options=options)
-    constant, argument = plans
+    for text in (
+        _constant_weights(m, 96, 40),
+        _matmul_bias_relu((), m, 96, 40, True),
+        _matmul_bias_relu((), m, short_k, 40, True),
+    ):
+        compile_and_compare(parse_text(text, "mm"), options=options)
+    constant, argument, short = plans
     assert constant.b_constant and (constant.per_task, constant.row_blocks) == (6, 3)
-    assert not argument.b_constant and (argument.per_task, argument.row_blocks) == (4, 5)
+    assert not argument.b_constant and (argument.per_task, argument.row_blocks) == (6, 3)
+    assert (short.per_task, short.row_blocks) == (4, 5) and short.rows_outer
