@@ -282,13 +282,12 @@ def plan_tiling(
     split = _Split.of(
         found, full, _tiles_per_task(found, full), b_batched, b_constant, threads, lanes
     )
-    if not b_constant:
-        # A short K keeps 16-tile row blocks where their row tiles run across the
-        # panels (STORE_BOUND_K).
+    if not b_constant and found.k <= STORE_BOUND_K:
+        # A short K keeps 16-tile row blocks where their row tiles run across the panels.
         short = _Split.of(
             found, full, min(full, MAX_TILES_PER_TASK) or 1, b_batched, False, threads, lanes
         )
-        if found.k <= STORE_BOUND_K and short.rows_outer(found.k, lanes):
+        if short.rows_outer(found.k, lanes):
             split = short
     per_task, row_blocks, b_in_task = split.per_task, split.row_blocks, split.b_in_task
     threaded, panels_per_task, panels = split.threaded, split.panels_per_task, split.panels
