@@ -9,23 +9,19 @@ uses for `np.bool_`, so callers pass and get bool arrays unchanged.
 
     %v = memref.load %m[%i] : memref<4xi1>   ->  %b = memref.load %m[%i] : memref<4xi8>
                                                  %v = arith.trunci %b : i8 to i1
-
-Vector loads and stores (a GEMM epilogue's mask along its columns) convert the same way,
-lane by lane: a vector<16xi1> in memory would be 16 bits, not 16 bytes.
 """
 
 from __future__ import annotations
 
 from typing import cast
 
-from xdsl.dialects import arith, memref, vector
+from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     IntegerType,
     MemRefType,
     ModuleOp,
     TensorType,
-    VectorType,
     i1,
     i8,
 )
@@ -61,20 +57,6 @@ def _byte_access(op: Operation) -> None:
         byte = arith.ExtUIOp(op.value, IntegerType(8))
         Rewriter.insert_op(byte, InsertPoint.before(op))
         op.operands[0] = byte.result
-    elif isinstance(op, vector.LoadOp) and _bool_lanes(op.result.type):
-        lanes = VectorType(i8, op.result.type.get_shape())
-        load = vector.LoadOp(op.base, op.indices, lanes)
-        bits = arith.TruncIOp(load.result, op.result.type)
-        Rewriter.replace_op(op, [load, bits])
-    elif isinstance(op, vector.StoreOp) and _bool_lanes(op.vector.type):
-        lanes = VectorType(i8, op.vector.type.get_shape())
-        bytes_ = arith.ExtUIOp(op.vector, lanes)
-        Rewriter.insert_op(bytes_, InsertPoint.before(op))
-        op.operands[0] = bytes_.result
-
-
-def _bool_lanes(typ: Attribute) -> bool:
-    return isa(typ, VectorType[Attribute]) and typ.get_element_type() == i1
 
 
 def _holds_bytes(buffer: SSAValue) -> bool:

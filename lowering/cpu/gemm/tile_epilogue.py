@@ -10,10 +10,7 @@ into dimensions is done once per `lanes`.
 
 That is exact only if those columns are neighbouring elements of every buffer the
 epilogue touches along them, and the ops have vector forms: `vector_epilogue_fits` says
-when; otherwise the scalar epilogue runs. Booleans that vary along the columns (an
-attention mask loaded per key, compared, and-ed, selecting -inf) become vector<lanes x i1>:
-compares and integer ops take vector forms as they are, an i1 buffer is read and written
-as bytes (bool_buffers), and a select on such a condition is a `VectorSelectOp`.
+when; otherwise the scalar epilogue runs.
 """
 
 from __future__ import annotations
@@ -21,22 +18,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, cast
+from typing import cast
 
 from xdsl.dialects import arith, memref, vector
 from xdsl.dialects import math as math_dialect
-from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, MemRefType, VectorType, i64
+from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, MemRefType, VectorType, i1, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import (
-    BaseAttr,
-    IRDLOperation,
-    VarConstraint,
-    irdl_op_definition,
-    operand_def,
-    result_def,
-    traits_def,
-)
-from xdsl.traits import Pure
 
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop.emitter import BlockBuilder
@@ -67,26 +54,15 @@ def _access_fits(
     return not any(i in varying for i in indices[: len(indices) - count])
 
 
-@irdl_op_definition
-class VectorSelectOp(IRDLOperation):
-    """`arith.select` on a vector condition, one i1 per lane. xDSL's arith.select takes
-    only an i1 and prints `: type`, the scalar-condition form, which mlir-opt would read as
-    an i1 picking whole vectors; this one prints both types, as MLIR's vector form."""
-
-    name = "arith.select"
-
-    T: ClassVar = VarConstraint("T", BaseAttr(VectorType))
-
-    cond = operand_def(VectorType)
-    lhs = operand_def(T)
-    rhs = operand_def(T)
-    result = result_def(T)
-
-    assembly_format = "$cond `,` $lhs `,` $rhs attr-dict `:` type($cond) `,` type($result)"
-    traits = traits_def(Pure())
-
-    def __init__(self, cond: SSAValue, lhs: SSAValue, rhs: SSAValue):
-        super().__init__(operands=[cond, lhs, rhs], result_types=[lhs.type])
+def _varying_bool(op: Operation, varying: set[SSAValue]) -> bool:
+    """Whether a lane-reached `op` takes or gives a lane-varying i1. It would be a
+    vector<8xi1>, which xDSL's compares do not give and its `arith.select` prints in the
+    scalar-condition form that mlir-opt then rejects (a select on a mask loaded along the
+    columns); an i1 buffer also holds bytes (bool_buffers). A uniform i1 (a select on a
+    per-row condition) stays scalar and is fine."""
+    return any(r.type == i1 for r in op.results) or any(
+        v.type == i1 and v in varying for v in op.operands
+    )
 
 
 def _shape(buffer: SSAValue) -> Sequence[int]:
@@ -101,8 +77,12 @@ def _op_fits(op: Operation, run: RunAccess, varying: set[SSAValue]) -> bool:
             return False
         if not reached and isinstance(op, loop.LoadOp):
             return True
-        return _access_fits(op.indices, _shape(op.buffer), run, varying)
+        return _access_fits(op.indices, _shape(op.buffer), run, varying) and not (
+            _varying_bool(op, varying)
+        )
     if op.regions or not (op.dialect_name() == "arith" or isinstance(op, _VECTOR_MATH)):
+        return False
+    if reached and _varying_bool(op, varying):
         return False
     # The run's indices stand for `lanes` positions each: only loads and stores may take them.
     return not any(a in op.operands for a in run.args) and (
@@ -140,7 +120,8 @@ def vector_epilogue_run(found: Contraction, lanes: int) -> RunAccess | None:
     it spans all columns (a last partial group is left to the scalar epilogue). No index
     arithmetic may use the run's indices, and the ops must be arith ops, loads, stores,
     math.absf or math.sqrt (LLVM has vector forms of those; the f32 expansions of
-    math-approximate are scalar); relu is a `maximumf`."""
+    math-approximate are scalar), with no lane-varying i1 (`_varying_bool`; relu is a
+    `maximumf`)."""
     columns = found.args(found.columns)
     extents = [found.nest.shape[d] for d in found.columns]
     for dims in range(len(columns), 0, -1):
@@ -221,9 +202,6 @@ class _VectorBody:
         elif isinstance(op, loop.StoreOp):
             view, indices = self._at(op.buffer, op.indices)
             self.out.add(vector.StoreOp(self.vector_of(op.value), view, indices))
-        elif isinstance(op, arith.SelectOp) and op.cond in self.varying:
-            lanes = [self.vector_of(v) for v in op.operands]
-            self.mapping[op.result] = self.out.emit(VectorSelectOp(*lanes))
         else:
             operands = [self.operand_of(op, i) for i in range(len(op.operands))]
             result_types: list[Attribute] = [VectorType(r.type, [self.lanes]) for r in op.results]
