@@ -16,7 +16,12 @@ Pure predicates over a `Plan` with the change applied (see `fusion_refine`):
     with one contraction, so SwiGLU's gate and up projections, merged as siblings sharing
     their input, would both run as untiled dot products;
   * a reduction may feed later ops (option `stitch`) only while they are no larger than
-    its input, or it would be recomputed for each of the consumer's rows.
+    its input, or it would be recomputed for each of the consumer's rows;
+  * a reduction never reads its input through layout ops other than reshapes (`_shuffled`:
+    transposes, slices, concats): a row kernel walks each row in two or three passes (a
+    layer-norm's mean, variance, normalise), each of which would redo the gather element
+    by element, where a copy kernel before it makes the rows contiguous once (MobileViT's
+    unfold before its layer-norm: 538 us fused, 197 us as a copy and a row kernel).
 Only violations a change *adds* count, so kernels the TVM rules formed stay legal.
 """
 
@@ -90,6 +95,12 @@ def violations(dag: DataflowGraph, nodes: Iterable[int], stitch: bool) -> set[tu
             if not stitch:
                 found.update((r, node) for r in reductions[producer])
             reductions[node] |= reductions[producer]
+        if dag.nodes[node].reduced is not None:
+            found.update(
+                (producer, node)
+                for producer in dag.nodes[node].inputs
+                if producer in inside and _shuffled(dag, producer, inside)
+            )
         size = dag.nodes[node].elements
         for reduction in reductions[node] - {node}:
             source = dag.nodes[reduction].reduced
@@ -154,6 +165,15 @@ def _upstream_inside(dag: DataflowGraph, node: int, inside: set[int]) -> set[int
     return seen
 
 
+def _shuffled(dag: DataflowGraph, node: int, inside: set[int]) -> bool:
+    """`node` or an op upstream of it inside the kernel moves data other than by a reshape
+    (a transpose, slice, concat, gather, pad or broadcast)."""
+    return any(
+        dag.nodes[n].kind is K.INJECTIVE and not isinstance(dag.nodes[n].op, graph.ReshapeOp)
+        for n in _upstream_inside(dag, node, inside)
+    )
+
+
 def _tiled_matmul(op: Operation) -> bool:
     """An f32 matmul loop-tile-matmul computes as a GEMM, packing its operands."""
     if not isinstance(op, graph.MatmulOp):
@@ -216,6 +236,8 @@ def _describe(dag: DataflowGraph, pair: tuple[int, int]) -> str:
         return f"{up} would be recomputed for every use by {down}"
     if dag.nodes[upstream].kind is K.OUT_ELEMWISE_FUSABLE:
         return f"{down} is not an elementwise epilogue of {up}"
+    if dag.nodes[node].reduced is not None and dag.nodes[upstream].kind is not K.REDUCTION:
+        return f"{down} would read its rows through the layout ops of {up} on every pass"
     return f"{up} feeding the larger {down} would be recomputed per row (or stitching is off)"
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.utils.exceptions import PassFailedException
 
+from graphfuse.dialects import graph
+from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.passes.analysis.cost_model import CPU_HOST, H100, KernelCost, Target, op_flops
 from graphfuse.passes.analysis.dataflow import DataflowGraph
-from graphfuse.passes.fusion.fusion_legality import Limits, duplicable, violations
+from graphfuse.passes.fusion.fusion_legality import Limits, _describe, duplicable, violations
 from graphfuse.passes.fusion.fusion_refine import RefineOptions, Refiner
 from graphfuse.passes.fusion.graph_fuse import GraphFusePass, fuse_function
 from graphfuse.passes.fusion.kernel_plan import Change, Plan, kernel_cycle
@@ -270,3 +273,74 @@ def test_graph_fuse_puts_attention_transpose_in_the_matmul_kernel():
         "graph.transpose",
         "graph.matmul",
     ]
+
+
+_IMAGE = "tensor<1x16x8x8xf32>"
+_ROWS = "tensor<64x16xf32>"
+
+
+def _layer_norm_after(layout: str, source: str) -> str:
+    """A layer-norm over the last axis of `%rows`, which `layout` computes from %x."""
+    return f"""func.func @main(%x: {source}, %g: tensor<16xf32>) -> {_ROWS} {{
+{layout}
+  %ln = graph.layer_norm %rows, %g, %g axis = 1 : ({_ROWS}, tensor<16xf32>, tensor<16xf32>) -> {_ROWS}
+  func.return %ln : {_ROWS}
+}}
+"""
+
+
+_UNFOLD = f"""  %v = graph.reshape %x : {_IMAGE} -> tensor<16x64xf32>
+  %rows = graph.transpose %v perm = [1, 0] : tensor<16x64xf32> -> {_ROWS}"""
+_MERGE = """  %a = graph.slice %x starts = [0, 0] strides = [2, 1] : tensor<128x8xf32> -> tensor<64x8xf32>
+  %b = graph.slice %x starts = [1, 0] strides = [2, 1] : tensor<128x8xf32> -> tensor<64x8xf32>
+  %rows = graph.concat %a, %b axis = 1 : (tensor<64x8xf32>, tensor<64x8xf32>) -> tensor<64x16xf32>"""
+
+
+@pytest.mark.parametrize(
+    ("layout", "source"),
+    [(_UNFOLD, _IMAGE), (_MERGE, "tensor<128x8xf32>")],
+    ids=["transpose", "concat"],
+)
+def test_a_reduction_reads_its_rows_after_a_copy_not_through_layout_ops(layout, source):
+    """MobileViT's unfold (NCHW image to patch rows) and Swin's patch merging (strided
+    slices and a concat) before a layer-norm: the row kernel's passes would each redo the
+    gather element by element, so the layout ops end in a copy kernel of their own, and
+    the reduction never reads through them; the results stay the reference's."""
+    text = _layer_norm_after(layout, source)
+    module = parse(text)
+    inputs = reference.random_inputs(reference.find_function(module, "main"), 0)
+    before = reference.run(module, "main", *inputs)
+    GraphFusePass().apply(Context(), module)
+    kernels = [op for op in module.walk() if isinstance(op, graph.FusedOp)]
+    for kernel in kernels:
+        ops = list(kernel.body.block.ops)
+        if any(isinstance(op, graph.ReduceOp) for op in ops):
+            moved = (graph.TransposeOp, graph.SliceOp, graph.ConcatOp)
+            assert not any(isinstance(op, moved) for op in ops), kernel.sym_name
+    assert len(kernels) == 2
+    after = reference.run(module, "main", *inputs)
+    np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-5)
+
+
+def test_violations_name_the_layout_ops_a_reduction_would_read_through():
+    body = "\n".join(
+        [
+            _UNFOLD,
+            f"  %sum = graph.reduce_sum %rows axes = [1] keepdims : {_ROWS} -> tensor<64x1xf32>",
+            f"  %c = graph.sub %rows, %sum : ({_ROWS}, tensor<64x1xf32>) -> {_ROWS}",
+        ]
+    )
+    function = _function(body, f"%x: {_IMAGE}", "%c", _ROWS)
+    dag = DataflowGraph.from_block(function.body.block)
+    names = {n.op.results[0].name_hint: n.index for n in dag.nodes}
+    found = violations(dag, range(len(dag)), stitch=True)
+    assert found == {(names["rows"], names["sum"])}
+    assert "%sum would read its rows through the layout ops of" in _describe(dag, min(found))
+    # A reshape alone keeps the rows contiguous: no violation.
+    reshaped = body.replace(
+        "graph.transpose %v perm = [1, 0] : tensor<16x64xf32>",
+        "graph.reshape %v : tensor<16x64xf32>",
+    )
+    function = _function(reshaped, f"%x: {_IMAGE}", "%c", _ROWS)
+    dag = DataflowGraph.from_block(function.body.block)
+    assert violations(dag, range(len(dag)), stitch=True) == set()
