@@ -9,7 +9,9 @@
 Matmuls reading one input through weights [K, N_i] that are constants (a model's weights)
 are one matmul with the weights concatenated along N, its result sliced back; when each is
 followed by the addition of a constant bias along N (and nothing else reads the product),
-the biases are concatenated too and the addition stays in the GEMM's epilogue. The input
+the biases are concatenated too and the addition stays in the GEMM's epilogue; a sibling
+without a bias (Whisper's key projection) adds zeros there, so the others keep theirs in
+the epilogue instead of in a kernel of their own after the slices. The input
 is then packed and read once instead of once per projection, one kernel runs instead of
 several, and a wider N gives the GEMM's tasks more to share; the slices are read in place
 by their consumers (the attention matmuls read Q, K and V through their head reshapes and
@@ -80,6 +82,10 @@ def _bias_of(sibling: _Sibling) -> tuple[graph.AddOp, NDArray[Any]] | None:
     if bias.shape[-1] != columns or any(size != 1 for size in bias.shape[:-1]):
         return None
     return add, bias.reshape(columns)
+
+
+def _width(sibling: _Sibling) -> int:
+    return graph.shape_of(sibling.matmul.result)[-1]
 
 
 def _joined(arrays: Sequence[NDArray[Any]], element: Attribute) -> graph.ConstantOp:
@@ -165,7 +171,7 @@ class MergeSiblingMatmuls(RewritePattern):
         siblings = [_Sibling(m) for m in matmuls]
         biases = [_bias_of(s) for s in siblings]
         for sibling, found in zip(siblings, biases, strict=True):
-            if found is not None and all(b is not None for b in biases):
+            if found is not None:
                 sibling.bias_add, sibling.bias = found
         if _meet_again([s.output for s in siblings]):
             return
@@ -187,8 +193,13 @@ class MergeSiblingMatmuls(RewritePattern):
         names = "_".join(s.output.name_hint or "mm" for s in siblings)
         weight_op.result.name_hint = f"{names}_weight"
         merged.name_hint = f"{names}_merged"
-        if siblings[0].bias is not None:
-            bias_op = _joined([s.bias for s in siblings if s.bias is not None], element)
+        present = [s.bias for s in siblings if s.bias is not None]
+        if present:
+            biases = [
+                s.bias if s.bias is not None else np.zeros(_width(s), present[0].dtype)
+                for s in siblings
+            ]
+            bias_op = _joined(biases, element)
             add = graph.AddOp(merged, bias_op.result)
             add.result.name_hint = merged.name_hint
             new_ops += [bias_op, add]

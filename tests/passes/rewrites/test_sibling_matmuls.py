@@ -26,8 +26,12 @@ def _dense(array: np.ndarray) -> str:
     )
 
 
-def _projections(rows: int, constants: bool, bias: bool, rng, widths=(6, 6, 4)) -> str:
-    """x @ w_i (+ b_i) for three widths, each result also reshaped so it is used on."""
+def _projections(
+    rows: int, constants: bool, bias: bool | tuple[bool, ...], rng, widths=(6, 6, 4)
+) -> str:
+    """x @ w_i (+ b_i) for three widths (`bias` for all, or per projection), each result
+    also reshaped so it is used on."""
+    biased = bias if isinstance(bias, tuple) else (bias,) * len(widths)
     k = 8
     args = [f"%x: tensor<{rows}x{k}xf32>"]
     lines: list[str] = []
@@ -45,7 +49,7 @@ def _projections(rows: int, constants: bool, bias: bool, rng, widths=(6, 6, 4)) 
             f"  %m{i} = graph.matmul %x, %w{i} : (tensor<{rows}x{k}xf32>, tensor<{k}x{n}xf32>) -> {out}"
         )
         value = f"%m{i}"
-        if bias:
+        if biased[i]:
             lines.append(f"  %a{i} = graph.add %m{i}, %b{i} : ({out}, tensor<{n}xf32>) -> {out}")
             value = f"%a{i}"
         lines.append(f"  %r{i} = graph.relu {value} : {out}")
@@ -88,6 +92,17 @@ def test_projections_become_one_matmul_with_the_same_numbers(bias, rng):
     # The biases join the merged GEMM's epilogue: one addition is left.
     assert _count(module, "graph.add") == (1 if bias else 0)
     assert _count(module, "graph.concat") == 0
+    for b, a in zip(before, after, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_a_projection_without_bias_adds_zeros_in_the_merged_epilogue(rng):
+    """Whisper's key projection has no bias where the query's and value's have one: the
+    merged GEMM adds [b_q, 0, b_v], so no addition is left after the slices."""
+    module, before, after = _simplified(_projections(64, True, (True, False, True), rng), rng)
+    assert _count(module, "graph.matmul") == 1
+    adds = [op for op in module.walk() if op.name == "graph.add"]
+    assert len(adds) == 1 and isinstance(adds[0].lhs.owner, graph.MatmulOp)
     for b, a in zip(before, after, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
