@@ -10,7 +10,8 @@
 Rules are PDL patterns (`rules/simplify.mlir`, plus a user's file given as `rules=`), and
 patterns that compute new constants or permutations (`folding.py`), move scalar scales
 behind matmuls (`scale_hoisting.py`), move reshapes of a GEMM's rows into its left operand
-(`matmul_row_reshapes.py`) or, with constant folding, merge matmuls sharing
+(`matmul_row_reshapes.py`), move a reshape of a concat onto its operands
+(`reshape_concats.py`) or, with constant folding, merge matmuls sharing
 their input and reading constant weights into one (`sibling_matmuls.py`). One greedy walk
 applies them all; xDSL's common-subexpression and dead-code elimination follow.
 """
@@ -29,6 +30,7 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 from graphfuse.passes.rewrites.folding import ComposeTransposes, FoldConstants
 from graphfuse.passes.rewrites.matmul_row_reshapes import ReshapeRowsIntoMatmul
 from graphfuse.passes.rewrites.pdl_rules import builtin_rules, load_rule_file
+from graphfuse.passes.rewrites.reshape_concats import ReshapeIntoConcat
 from graphfuse.passes.rewrites.scale_hoisting import FoldScalarScales, HoistScalarScales
 from graphfuse.passes.rewrites.sibling_matmuls import MergeSiblingMatmuls
 
@@ -39,7 +41,7 @@ def simplify_patterns(rules: str | None, fold_constants: bool) -> list[RewritePa
     if rules:
         patterns.extend(load_rule_file(rules))
     patterns += [ComposeTransposes(), HoistScalarScales(), FoldScalarScales()]
-    patterns.append(ReshapeRowsIntoMatmul())
+    patterns += [ReshapeRowsIntoMatmul(), ReshapeIntoConcat()]
     if fold_constants:
         patterns += [FoldConstants(), MergeSiblingMatmuls()]
     return patterns

@@ -417,8 +417,34 @@ func.func @pad(%x: tensor<4xf32>) -> tensor<7xf32> {
 
 // -----
 
-// Concat: each input loads at its clamped local index; a select on the position picks one.
+// A concat that is the kernel's result: one loop per input over its own shape, storing at
+// the input's offset along the axis.
 // CHECK-LABEL: loop.kernel @fused_concat {
+// CHECK-NEXT: ^{{.*}}(%[[X:.*]]: memref<4x3xf32>, %[[Y:.*]]: memref<4x5xf32>, %[[OUT:.*]]: memref<4x8xf32>):
+// CHECK-NEXT:   %[[C3:.*]] = arith.constant 3 : index
+// CHECK-NEXT:   loop.parallel [4, 3] {
+// CHECK-NEXT:   ^{{.*}}(%[[I:.*]]: index, %[[J:.*]]: index):
+// CHECK-NEXT:     %[[XV:.*]] = loop.load %[[X]][%[[I]], %[[J]]]
+// CHECK-NEXT:     loop.store %[[XV]], %[[OUT]][%[[I]], %[[J]]]
+// CHECK:        loop.parallel [4, 5] {
+// CHECK-NEXT:   ^{{.*}}(%[[I2:.*]]: index, %[[J2:.*]]: index):
+// CHECK-NEXT:     %[[AT:.*]] = arith.addi %[[J2]], %[[C3]] : index
+// CHECK-NEXT:     %[[YV:.*]] = loop.load %[[Y]][%[[I2]], %[[J2]]]
+// CHECK-NEXT:     loop.store %[[YV]], %[[OUT]][%[[I2]], %[[AT]]]
+func.func @concat(%x: tensor<4x3xf32>, %y: tensor<4x5xf32>) -> tensor<4x8xf32> {
+  %0 = graph.fused "fused_concat"(%x, %y) kind = injective : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x8xf32> {
+  ^bb0(%xa: tensor<4x3xf32>, %ya: tensor<4x5xf32>):
+    %c = graph.concat %xa, %ya axis = 1 : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x8xf32>
+    graph.yield %c : tensor<4x8xf32>
+  }
+  func.return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// A concat read by another op of the kernel: each input loads at its clamped local index;
+// a select on the position picks one.
+// CHECK-LABEL: loop.kernel @fused_concat_neg {
 // CHECK-NEXT: ^{{.*}}(%[[X:.*]]: memref<4x3xf32>, %[[Y:.*]]: memref<4x5xf32>, %[[OUT:.*]]: memref<4x8xf32>):
 // CHECK-DAG:    %[[C3:.*]] = arith.constant 3 : index
 // CHECK-DAG:    %[[C2:.*]] = arith.constant 2 : index
@@ -436,12 +462,14 @@ func.func @pad(%x: tensor<4xf32>) -> tensor<7xf32> {
 // CHECK-NEXT:     %[[XV:.*]] = loop.load %[[X]][%[[I]], %[[XCL]]]
 // CHECK-NEXT:     %[[FIRST:.*]] = arith.cmpi slt, %[[J]], %[[C3]] : index
 // CHECK-NEXT:     %[[R:.*]] = arith.select %[[FIRST]], %[[XV]], %[[YV]] : f32
-// CHECK-NEXT:     loop.store %[[R]], %[[OUT]][%[[I]], %[[J]]]
-func.func @concat(%x: tensor<4x3xf32>, %y: tensor<4x5xf32>) -> tensor<4x8xf32> {
-  %0 = graph.fused "fused_concat"(%x, %y) kind = injective : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x8xf32> {
+// CHECK-NEXT:     %[[N:.*]] = arith.negf %[[R]] : f32
+// CHECK-NEXT:     loop.store %[[N]], %[[OUT]][%[[I]], %[[J]]]
+func.func @concat_neg(%x: tensor<4x3xf32>, %y: tensor<4x5xf32>) -> tensor<4x8xf32> {
+  %0 = graph.fused "fused_concat_neg"(%x, %y) kind = injective : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x8xf32> {
   ^bb0(%xa: tensor<4x3xf32>, %ya: tensor<4x5xf32>):
     %c = graph.concat %xa, %ya axis = 1 : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x8xf32>
-    graph.yield %c : tensor<4x8xf32>
+    %n = graph.neg %c : tensor<4x8xf32>
+    graph.yield %n : tensor<4x8xf32>
   }
   func.return %0 : tensor<4x8xf32>
 }
