@@ -93,15 +93,11 @@ class KernelBuilder:
         for value, buffers in homes.items():
             by_shape.setdefault(shape_of(value), []).append((value, buffers))
         for shape, group in by_shape.items():
-            concat = len(group) == 1 and self._computed_concat(group[0][0])
+            concat = len(group) == 1 and isinstance(group[0][0].owner, graph.ConcatOp)
             if concat and not self.elements.row_buffers:
                 self._stage_concat(group[0])
             else:
                 self._stage(shape, group)
-
-    def _computed_concat(self, value: SSAValue) -> bool:
-        """`value` is computed in the kernel by a concat (not a kernel input)."""
-        return isinstance(value.owner, graph.ConcatOp) and value not in self.elements.inputs
 
     def _stage_concat(self, stored: _Stored) -> None:
         """A concat result stored by one loop per operand over the operand's own shape, at
@@ -113,6 +109,7 @@ class KernelBuilder:
         concat = value.owner
         assert isinstance(concat, graph.ConcatOp)
         axis = concat.axis.value.data % len(shape_of(value))
+        element = tensor_type_of(value).get_element_type()
         offset = 0
         for piece in concat.inputs:
             shape = shape_of(piece)
@@ -122,8 +119,7 @@ class KernelBuilder:
                 with self.em.inside(nest.body.block):
                     local = point_index(nest)
                     at = list(local)
-                    at[axis] = self.em.iadd(local[axis], offset) if offset else local[axis]
-                    element = tensor_type_of(value).get_element_type()
+                    at[axis] = self.em.iadd(local[axis], offset)
                     scalar = self._to_storage(self.elements.value_at(piece, local), element)
                     indices = [self.em.index_value(i) for i in at]
                     for buffer in buffers:

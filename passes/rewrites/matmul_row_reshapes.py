@@ -68,7 +68,7 @@ def _row_wise_step(op: Operation, target_rank: int) -> SSAValue | None:
     rest = [v for v in op.operands if graph.shape_of(v) != full]
     if len(main) != 1 or not all(_along_rows(v, full, target_rank) for v in rest):
         return None
-    if main[0] in rest or sum(v is main[0] for v in op.operands) != 1:
+    if sum(v is main[0] for v in op.operands) != 1:
         return None
     return main[0]
 
