@@ -17,6 +17,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from graphfuse.dialects import graph, loop
 from graphfuse.dialects.graph import shape_of, tensor_type_of
+from graphfuse.dialects.graph import shape_rules as rules
 from graphfuse.dialects.loop.emitter import Emitter, Index, compute_type, point_index
 from graphfuse.lowering.graph_to_loop.buffers import GlobalPool
 from graphfuse.lowering.graph_to_loop.element_builder import ElementBuilder
@@ -108,8 +109,7 @@ class KernelBuilder:
         value, buffers = stored
         concat = value.owner
         assert isinstance(concat, graph.ConcatOp)
-        axis = concat.axis.value.data % len(shape_of(value))
-        element = tensor_type_of(value).get_element_type()
+        axis = rules.normalize_axis(concat.axis.value.data, len(shape_of(value)))
         offset = 0
         for piece in concat.inputs:
             shape = shape_of(piece)
@@ -120,10 +120,7 @@ class KernelBuilder:
                     local = point_index(nest)
                     at = list(local)
                     at[axis] = self.em.iadd(local[axis], offset)
-                    scalar = self._to_storage(self.elements.value_at(piece, local), element)
-                    indices = [self.em.index_value(i) for i in at]
-                    for buffer in buffers:
-                        self.em.add(loop.StoreOp(scalar, buffer, indices))
+                    self._write(value, self.elements.value_at(piece, local), buffers, at)
                     self.em.add(loop.YieldOp())
             offset += shape[axis]
 
@@ -149,13 +146,19 @@ class KernelBuilder:
 
     def _store(self, group: Sequence[_Stored], index: tuple[Index, ...]) -> None:
         for value, buffers in group:
-            element = tensor_type_of(value).get_element_type()
-            scalar = self._to_storage(self.elements.value_at(value, index), element)
-            indices = [self.em.index_value(i) for i in index]
-            for buffer in buffers:
-                # A kept value already lies in its own output buffer.
-                if self.elements.row_buffers.get(value) is not buffer:
-                    self.em.add(loop.StoreOp(scalar, buffer, indices))
+            self._write(value, self.elements.value_at(value, index), buffers, index)
+
+    def _write(
+        self, value: SSAValue, scalar: SSAValue, buffers: list[SSAValue], index: Sequence[Index]
+    ) -> None:
+        """`scalar`, an element of `value`, stored at `index` of each of `buffers`."""
+        element = tensor_type_of(value).get_element_type()
+        stored = self._to_storage(scalar, element)
+        indices = [self.em.index_value(i) for i in index]
+        for buffer in buffers:
+            # A kept value already lies in its own output buffer.
+            if self.elements.row_buffers.get(value) is not buffer:
+                self.em.add(loop.StoreOp(stored, buffer, indices))
 
     def build_rows(self, plan: RowPlan) -> None:
         """One loop over the rows; per row its scalars, then its results (see

@@ -61,7 +61,7 @@ def _along_rows(value: SSAValue, full: Sequence[int], target_rank: int) -> bool:
 def _row_wise_step(op: Operation, target_rank: int) -> SSAValue | None:
     """The one full-shape operand of a row-wise elementwise `op` (its other operands
     broadcast along rows), or None when `op` is not such an op."""
-    if not isinstance(op, _ROW_WISE) or isinstance(op.parent_op(), graph.FusedOp):
+    if not isinstance(op, _ROW_WISE):
         return None
     full = graph.shape_of(op.results[0])
     main = [v for v in op.operands if graph.shape_of(v) == full]
@@ -103,8 +103,12 @@ class ReshapeRowsIntoMatmul(RewritePattern):
         matmul = _row_weight_matmul(op.input)
         if matmul is not None:
             self._into_matmul(op, matmul, target, rewriter)
-        elif isinstance(op.input, OpResult) and _chain_to_matmul(op.input, len(target)):
-            self._below(op, op.input.op, target, rewriter)
+            return
+        if not isinstance(op.input, OpResult) or not op.input.has_one_use():
+            return
+        main = _row_wise_step(op.input.op, len(target))
+        if main is not None and _chain_to_matmul(main, len(target)):
+            self._below(op, op.input.op, main, rewriter)
 
     @staticmethod
     def _into_matmul(
@@ -128,14 +132,12 @@ class ReshapeRowsIntoMatmul(RewritePattern):
 
     @staticmethod
     def _below(
-        op: graph.ReshapeOp, step: Operation, target: Sequence[int], rewriter: PatternRewriter
+        op: graph.ReshapeOp, step: Operation, main: SSAValue, rewriter: PatternRewriter
     ) -> None:
-        """reshape(f(x, c)) -> f(reshape(x), c) for the row-wise `step`."""
-        main = _row_wise_step(step, len(target))
-        assert main is not None
+        """reshape(f(main, c)) -> f(reshape(main), c) for the row-wise `step`."""
         element = graph.tensor_type_of(main).get_element_type()
         inner = graph.ReshapeOp.create(
-            operands=[main], result_types=[TensorType(element, tuple(target))]
+            operands=[main], result_types=[TensorType(element, graph.shape_of(op.result))]
         )
         operands = [inner.results[0] if v is main else v for v in step.operands]
         moved = type(step).create(

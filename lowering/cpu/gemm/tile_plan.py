@@ -289,12 +289,10 @@ def plan_tiling(
         )
         if short.rows_outer(found.k, lanes):
             split = short
-    per_task, row_blocks, b_in_task = split.per_task, split.row_blocks, split.b_in_task
-    threaded, panels_per_task, panels = split.threaded, split.panels_per_task, split.panels
     columns_fastest = _columns_fastest(found)
     return TilePlan(
         found=found,
-        threads=threaded,
+        threads=split.threaded,
         lanes=lanes,
         batch_args=batch_args,
         batch_shape=batch_shape,
@@ -303,11 +301,11 @@ def plan_tiling(
         a_in_place=_a_in_place(found, batch_args),
         a_constant=reads_constants(found.a, constants),
         b_constant=b_constant,
-        b_in_task=b_in_task,
-        per_task=per_task,
-        row_blocks=row_blocks,
-        panels_per_task=panels_per_task,
-        panel_blocks=-(-panels // panels_per_task),
+        b_in_task=split.b_in_task,
+        per_task=split.per_task,
+        row_blocks=split.row_blocks,
+        panels_per_task=split.panels_per_task,
+        panel_blocks=-(-split.panels // split.panels_per_task),
         b_columns_fastest=columns_fastest,
         b_rows=row_run(found, lanes) if columns_fastest else None,
         b_transposed=None if columns_fastest else transposable_load(found),
