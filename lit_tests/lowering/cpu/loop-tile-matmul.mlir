@@ -10,7 +10,19 @@
 // CHECK-LABEL: loop.kernel @fused_matmul_add_relu {
 // CHECK-NEXT:  ^bb0(%[[A:.*]]: memref<24x96xf32>, %{{.*}}: memref<96x40xf32>, %{{.*}}: memref<40xf32>, %{{.*}}: memref<24x40xf32>, %[[BP:.*]]: memref<1x1x96x16xf32>):
 // CHECK-NOT:   loop.reduce
-// The 6x16 tile: per k, two vector loads of the panel, six broadcasts of A, twelve FMAs.
+// The last panel (8 columns below N, one vector) comes first, in the then-branch of the
+// test for it: the 4 row tiles go in pairs there, each pair one 12x8 tile (per k one
+// vector load of the panel, twelve broadcasts of A, twelve FMAs: as many accumulators as
+// a full tile's, TilePlan.paired_rows).
+// CHECK:       scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK-NEXT:    vector.load %[[BP]]
+// CHECK-NEXT:    loop.load %[[A]]
+// CHECK-NEXT:    vector.broadcast
+// CHECK-NEXT:    vector.fma
+// CHECK-NEXT:    loop.load %[[A]]
+// CHECK-COUNT-11: vector.fma
+// The other panels: each pair is two 6x16 tiles, per k two vector loads of the panel, six
+// broadcasts of A, twelve FMAs.
 // CHECK:       scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
 // CHECK-NEXT:    vector.load %[[BP]]
 // CHECK-NEXT:    vector.load %[[BP]]

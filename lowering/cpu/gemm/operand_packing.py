@@ -151,15 +151,21 @@ class OperandPacker(PanelLoops):
 
     def _pack_last_panel(self, em: GemmBuilder, slot: SSAValue, span: Span, batch: Mapping) -> None:
         """The last panel (past N; `span` holds it or nothing): only the columns its tiles
-        read (`last_panel_vectors` vectors; the dot columns have their own panel), full
-        blocks of 8 real columns by transposes where the full panels take them, the rest
-        point by point. (A 7x7 layer's N = 49 is a panel of 32 and one of 17: its tiles
-        read 16 columns and one dot column, not 32.)"""
+        read (`last_panel_vectors` vectors; the dot columns have their own panel), its
+        full vectors of real columns by vector loads and full blocks of 8 by transposes
+        where the full panels take them, the rest point by point. (A 7x7 layer's N = 49
+        is a panel of 32 and one of 17: its tiles read 16 columns and one dot column, not
+        32. Point by point, those 16 columns of a 1x1 convolution 960 -> 320 took as long
+        as the full panel's tiles: 85 us for N = 48 or 49, 86 for N = 64, 47 for N = 32.)"""
         plan = self.plan
         width = plan.last_panel_vectors * plan.lanes
         real = plan.last_columns - plan.dot_columns
         lane = 0
-        if plan.b_transposed is not None and real >= BLOCK and width:
+        if plan.b_rows is not None and real >= plan.lanes and width:
+            vectors = real // plan.lanes
+            self._pack_b_rows(em, slot, span, dict(batch), plan.b_rows, vectors)
+            lane = vectors * plan.lanes
+        elif plan.b_transposed is not None and real >= BLOCK and width:
             blocks = real // BLOCK
             self._pack_b_transposed(em, slot, span, dict(batch), plan.b_transposed, blocks)
             lane = blocks * BLOCK
@@ -206,16 +212,22 @@ class OperandPacker(PanelLoops):
         last.end_loops(em)
 
     def _pack_b_rows(
-        self, em: GemmBuilder, slot: SSAValue, panels: Span, mapping: Mapping, run: RowRun
+        self,
+        em: GemmBuilder,
+        slot: SSAValue,
+        panels: Span,
+        mapping: Mapping,
+        run: RowRun,
+        vectors: int | None = None,
     ) -> None:
-        """Full panels of a B read along contiguous rows (`row_panels`): per reduction
-        index, panel and `lanes` columns, one vector load of B's collapsed rows and one
-        store."""
+        """Full panels of a B read along contiguous rows (`row_panels`), or their first
+        `vectors` vectors of columns: per reduction index, panel and `lanes` columns, one
+        vector load of B's collapsed rows and one store."""
         found = self.found
         collapse, length = collapsed_source(run)
         source = em.emit(collapse)
         inner, reduction, k = self._over_reduction(em)
-        part, p, lane0, column0 = self._panel_parts(inner, panels, self.plan.lanes)
+        part, p, lane0, column0 = self._panel_parts(inner, panels, self.plan.lanes, vectors)
         at = {**mapping, **reduction}
         outer = found.args(found.columns)[: -run.dims]
         position = column0

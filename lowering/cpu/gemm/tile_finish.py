@@ -31,7 +31,8 @@ class Task:
     slot_b: SSAValue
     """Bp's slot the tiles read: the batch point's, or the task's own."""
     tile: SSAValue | None
-    """The MR x NR stack buffer a finished tile's sums go to for the scalar epilogue."""
+    """The stack buffer (TilePlan.tile_rows x NR) a finished tile's sums go to for the
+    scalar epilogue."""
 
 
 @dataclass(frozen=True)

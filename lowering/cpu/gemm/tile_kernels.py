@@ -18,7 +18,10 @@ The last panel's tiles are only as wide as its columns below N need: one vector 
 they fit one. Up to DOT_COLUMNS columns past its last full vector are computed as dot
 products along K (A's row times the column, packed along K, `lanes` products per
 multiply-add) instead of by one more vector of mostly padding (a 7x7 layer at batch 1:
-N = 49 is 3 vectors of 16 and 1).
+N = 49 is 3 vectors of 16 and 1). Where the last panel's tiles are one vector wide, the
+row tiles go in pairs: over the other panels a pair is two tiles, over that one a single
+tile of 2 * MR rows, whose 2 * MR accumulators keep the multiply-adds as busy as a full
+tile's (TilePlan.paired_rows).
 """
 
 from __future__ import annotations
@@ -58,7 +61,9 @@ class TaskEmitter:
         slot_a = point if plan.a_batched else em.index(0)
         slot_b = number if plan.b_in_task else point if plan.b_batched else em.index(0)
         tile = (
-            em.emit(memref.AllocaOp.get(f32, shape=[MR, plan.nr])) if self.finish.scalar else None
+            em.emit(memref.AllocaOp.get(f32, shape=[plan.tile_rows, plan.nr]))
+            if self.finish.scalar
+            else None
         )
         task = Task(batch, slot_a, slot_b, tile)
         first_panel, last_panel = em.chunk(panel_block, plan.panels_per_task, plan.panels)
@@ -67,7 +72,7 @@ class TaskEmitter:
 
         def tiles(inner: GemmBuilder, row0: SSAValue, rows: int, panel: SSAValue) -> None:
             self._shaped(
-                inner, panel, lambda at, shape: self._tile(at, task, row0, panel, rows, shape)
+                inner, panel, lambda at, shape: self._tiles(at, task, row0, panel, rows, shape)
             )
 
         if plan.rows_outer:
@@ -122,7 +127,9 @@ class TaskEmitter:
         """`body` for each full row tile in `tiles` (its first row, MR rows), then, in the
         last row block only, for the rows past the last full tile."""
         full, tail = divmod(self.found.m, MR)
-        if full:
+        if full and self.plan.paired_rows:
+            self._pairs(em, tiles, body)
+        elif full:
             _, rows = em.loop(*tiles)
             body(rows, rows.emit(arith.MuliOp(rows.block.args[0], rows.index(MR))), MR)
             rows.add(scf.YieldOp())
@@ -132,6 +139,50 @@ class TaskEmitter:
             body(then, then.index(full * MR), tail)
             then.add(scf.YieldOp())
             em.add(scf.IfOp(is_last, [], Region(then.block)))
+
+    def _pairs(
+        self,
+        em: GemmBuilder,
+        tiles: tuple[SSAValue, SSAValue],
+        body: Callable[[GemmBuilder, SSAValue, int], None],
+    ) -> None:
+        """`body` for the full row tiles in `tiles` two at a time (2 * MR rows), then for
+        the last one alone where their count is odd (TilePlan.paired_rows)."""
+        first, last = tiles
+        count = em.emit(arith.SubiOp(last, first))
+        _, pairs = em.loop(em.index(0), em.emit(arith.DivUIOp(count, em.index(2))))
+        pair = pairs.emit(arith.MuliOp(pairs.block.args[0], pairs.index(2)))
+        tile = pairs.emit(arith.AddiOp(first, pair))
+        body(pairs, pairs.emit(arith.MuliOp(tile, pairs.index(MR))), 2 * MR)
+        pairs.add(scf.YieldOp())
+        if self.plan.per_task % 2 == 0 and (self.found.m // MR) % 2 == 0:
+            return  # every row block has an even count of full tiles
+        odd = em.emit(arith.RemUIOp(count, em.index(2)))
+        is_odd = em.emit(arith.CmpiOp(odd, em.index(1), "eq"))
+        then = GemmBuilder()
+        lone = then.emit(arith.SubiOp(last, then.index(1)))
+        body(then, then.emit(arith.MuliOp(lone, then.index(MR))), MR)
+        then.add(scf.YieldOp())
+        em.add(scf.IfOp(is_odd, [], Region(then.block)))
+
+    def _tiles(
+        self,
+        em: GemmBuilder,
+        task: Task,
+        row0: SSAValue,
+        panel: SSAValue,
+        rows: int,
+        shape: Shape,
+    ) -> None:
+        """The tiles of `rows` rows from row0 in the panel: one tile where the shape is a
+        single vector wide, else (a pair of full tiles over a wide panel) MR rows at a
+        time, each with its 2 * MR accumulators."""
+        if rows <= MR or shape.vectors <= 1:
+            self._tile(em, task, row0, panel, rows, shape)
+            return
+        for start in range(0, rows, MR):
+            at = em.emit(arith.AddiOp(row0, em.index(start)))
+            self._tile(em, task, at, panel, MR, shape)
 
     def _shaped(
         self, em: GemmBuilder, panel: SSAValue, body: Callable[[GemmBuilder, Shape], None]

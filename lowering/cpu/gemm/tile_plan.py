@@ -147,20 +147,35 @@ class TilePlan:
         at AVX2, N = 49 is 3 x 16 + 1): each is computed by dot
         products along K (a vector of A's row times one of B's packed column), MR * K /
         lanes multiply-adds, not the MR * K of one more vector of tile columns."""
-        rest = self.last_columns % self.lanes
-        return rest if rest <= DOT_COLUMNS and self.found.n > rest else 0
+        return _last_panel(self.found.n, self.lanes)[1]
 
     @property
     def last_panel_vectors(self) -> int:
         """Vector registers a tile row of the last panel needs: the vectors its columns
         below N fill, those past them taken by dot products or by one more vector (N = 44
         at AVX-512 is 32 + 12 columns: the last panel's tiles are 16 wide, not 32)."""
-        return -(-(self.last_columns - self.dot_columns) // self.lanes)
+        return _last_panel(self.found.n, self.lanes)[0]
 
     @property
     def special_last(self) -> bool:
         """The last panel's tiles differ from the others' (narrower or with dot columns)."""
         return self.last_panel_vectors < 2 or self.dot_columns > 0
+
+    @property
+    def paired_rows(self) -> bool:
+        """The last panel's tiles are one vector wide and there are two full row tiles or
+        more: the row tiles then go in pairs, and over that panel a pair is one tile of
+        2 * MR rows (tile_kernels.py). A tile of MR rows and one vector holds only MR
+        accumulators, fewer than the multiply-adds a core keeps in flight (latency times
+        pipes: 4 x 2 on Zen 4/5 and recent Intel cores), and loads an A broadcast per
+        multiply-add. A 1x1 convolution 960 -> 320 on 7x7 (N = 49 = 32 + 16 + 1), 2
+        threads: 80.3 us with single tiles, 75.9 paired; 6x8 (N = 48): 73.8, 70.1."""
+        return self.special_last and self.last_panel_vectors == 1 and self.found.m >= 2 * MR
+
+    @property
+    def tile_rows(self) -> int:
+        """Rows of the largest tile: 2 * MR where rows go in pairs."""
+        return 2 * MR if self.paired_rows else MR
 
     @property
     def dot_panel(self) -> int:
@@ -248,19 +263,37 @@ class _Split:
         most = MOST_OWN_PACKING_TASKS if b_in_task else MIN_TASKS
         fewest = max(2, min(most, macs // MACS_PER_TASK)) if threaded else 1
         wanted = -(-fewest // (points * row_blocks))
-        if threaded and points * panels == 1 and row_blocks == 1 and full > 1:
-            # One panel, one task (32 x 32 from a 4x4 image pair): the row tiles are split
-            # in two, each task packing the panel itself; packing it twice costs less than
-            # a pass over B before the tasks, with its own fork and join.
+        vectors = points * (2 * (panels - 1) + _last_panel(found.n, lanes)[0])
+        uneven = points * panels == 1 or vectors % 2 == 1
+        if threaded and row_blocks == 1 and points * panels < fewest and full > 1 and uneven:
+            # Few panels whose work (in vectors of columns) does not split evenly in two:
+            # one panel (32 x 32 from a 4x4 image pair), or a narrow last one (a 7x7
+            # layer's N = 49 is a panel of 32 and one of 16 and a dot column). The row
+            # tiles are split in two as well, and the halves balance. A computed B is
+            # packed by each task for its own panel: packing it twice costs less than a
+            # pass over B before the tasks, with its own fork and join. 1x1 convolution
+            # 960 -> 320 on 7x7, 2
+            # threads: 87 -> 76 us (the 32-column panel's task had run alone while the
+            # other thread, done with the 16 columns, waited); an even split is left as
+            # it is (8x8, N = 64: 86 us, 89 with its rows split too).
             per_task = -(-full // 2)
             row_blocks = -(-full // per_task)
-            wanted = 1
+            wanted = -(-fewest // (points * row_blocks))
         panels_per_task = -(-panels // min(panels, max(1, wanted)))
         return _Split(per_task, row_blocks, b_in_task, threaded, panels, panels_per_task)
 
     def rows_outer(self, k: int, lanes: int) -> bool:
         """TilePlan.rows_outer for this split."""
         return _rows_outer(self.b_in_task, self.panels_per_task, k, lanes)
+
+
+def _last_panel(n: int, lanes: int) -> tuple[int, int]:
+    """The vectors and dot columns of the last panel's tiles for N = `n` (TilePlan's
+    `last_panel_vectors` and `dot_columns`)."""
+    last = n - (-(-n // (2 * lanes)) - 1) * 2 * lanes
+    rest = last % lanes
+    dots = rest if rest <= DOT_COLUMNS and n > rest else 0
+    return -(-(last - dots) // lanes), dots
 
 
 def _rows_outer(b_in_task: bool, panels_per_task: int, k: int, lanes: int) -> bool:

@@ -661,6 +661,29 @@ def test_own_packing_tasks_are_cut_finer(monkeypatch: Any) -> None:
     assert plan.tasks == 15 and plan.panels_per_task == 5
 
 
+@pytest.mark.parametrize("lanes", [8, 16])
+def test_uneven_panels_split_their_rows_in_two(lanes: int, monkeypatch: Any) -> None:
+    """Where each task packs its own panels and there are fewer panels than tasks wanted,
+    a GEMM whose panels' work does not split evenly in two also splits its rows in two
+    row blocks, each task packing its panel: at AVX-512 a 7x7 layer's N = 49 (a panel of
+    32, one of 16 and a dot column: 3 vectors of columns) becomes 4 tasks, where 8x8
+    (N = 64, two full panels) stays 2, a task per panel. At AVX2, 49 columns are 3 full
+    panels of 16 and a dot column (6 vectors): even, left as it is. All match the
+    reference."""
+    plans = _plans(monkeypatch)
+    for size in (7, 8):
+        text = _conv_bn_relu(1, 64, 96, size, 1, 1, 1)
+        compile_and_compare(parse_text(text, "c"), options=CompileOptions(threads=2, lanes=lanes))
+    seven, eight = plans
+    assert seven.b_in_task and seven.threads and eight.b_in_task
+    assert eight.row_blocks == 1 and eight.tasks == eight.panels
+    if lanes == 16:
+        assert (seven.panels, seven.row_blocks, seven.tasks) == (2, 2, 4)
+        assert seven.per_task == 8 and seven.paired_rows
+    else:
+        assert (seven.panels, seven.row_blocks) == (4, 1)
+
+
 def _constant_weights(m: int, k: int, n: int) -> str:
     """x @ W + bias, ReLU, with W a constant (a model's weights)."""
     import numpy as np

@@ -9,10 +9,12 @@ AVX2's and AVX-512's widths."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
+from graphfuse.lowering.cpu.gemm import operand_packing
 from graphfuse.parsing import parse_text
 from graphfuse.testing.compare import compile_and_compare
 
@@ -133,17 +135,72 @@ func.func @main(%a: {a}, %b: {b}) -> {c} {{
         (196, 16, [12, 24]),  # 6 x 32 + 4: full tiles, then 4 dot columns x 6 rows
         (196, 8, [12, 24]),  # 12 x 16 + 4
         (49, 8, [6, 12]),  # 3 x 16 + 1: full tiles, then 1 dot column
-        (49, 16, [6, 6, 12]),  # 32 + 16 + 1: full tiles, a one-vector tile, a dot column
-        (44, 16, [6, 12]),  # 32 + 12: a one-vector tile, no dot columns
+        # 32 + 16 + 1: the 4 row tiles in pairs, each pair two full tiles, one tile of 12
+        # rows one vector wide and 12 rows of dot products.
+        (49, 16, [12, 12, 12, 12]),
+        (44, 16, [12, 12, 12]),  # 32 + 12: a one-vector tile of 12 rows, no dot columns
         (64, 16, [12]),  # full panels only
     ],
 )
 def test_last_panel_tiles_are_as_wide_as_its_columns(n: int, lanes: int, loops: list[int]) -> None:
-    """Tiles of 2 * 6 accumulators, plus tiles of 6 for a last panel with a vector's
-    columns or fewer below N, and dot products for up to 4 columns past its last vector."""
+    """Tiles of 2 * 6 accumulators; a last panel with a vector's columns or fewer below N
+    takes its row tiles in pairs, each pair one tile of 12 rows (12 accumulators, not 6:
+    TilePlan.paired_rows); dot products for up to 4 columns past its last vector."""
     upstream = lower_to(
         parse_text(_matmul(24, 32, n), "mm"), Stage.UPSTREAM, CompileOptions(lanes=lanes)
     )
     assert _fma_widths(upstream) == {f"vector<{lanes}xf32>"}
     assert _vector_loops(upstream) == loops
     assert ("vector.reduction" in upstream) == (n not in (44, 64))
+
+
+@pytest.mark.parametrize(
+    ("m", "loops"),
+    [
+        # 5 row tiles: 2 pairs (two full tiles each, 12 rows one vector wide, 12 rows of
+        # dot products), then the fifth alone (6, 6 and 6).
+        (30, [6, 6, 12, 12, 12, 12, 12]),
+        # 4 row tiles in 2 pairs and a tail of 2 rows (4 accumulators wide, 2 narrow, 2
+        # dot products).
+        (26, [2, 2, 4, 12, 12, 12, 12]),
+    ],
+)
+def test_paired_row_tiles_leave_an_odd_tile_and_the_tail_alone(m: int, loops: list[int]) -> None:
+    """N = 49 at AVX-512: an odd count of row tiles ends with one tile alone, and the rows
+    past the last full tile keep their own narrower tile; both match the reference on 1
+    and 2 threads."""
+    text = _matmul(m, 32, 49)
+    upstream = lower_to(parse_text(text, "mm"), Stage.UPSTREAM, CompileOptions(lanes=16))
+    assert _vector_loops(upstream) == loops
+    for threads in (1, 2):
+        compile_and_compare(
+            parse_text(text, "mm"), options=CompileOptions(threads=threads, lanes=16)
+        )
+
+
+@pytest.mark.parametrize("size", [7, 8])
+def test_a_row_run_last_panel_is_packed_by_vectors(size: int, monkeypatch: Any) -> None:
+    """A 1x1 convolution's NCHW input is packed along its rows by vector loads; the last
+    panel's real columns too (7x7: 32 + 16 + a dot column, 8x6: 32 + 16), not point by
+    point: no point-by-point packing is emitted at all. Results match."""
+    points: list[object] = []
+    packing = operand_packing.OperandPacker._pack_b_points
+
+    def record(self: operand_packing.OperandPacker, *args: Any, **kwargs: Any) -> None:
+        points.append(args)
+        packing(self, *args, **kwargs)
+
+    monkeypatch.setattr(operand_packing.OperandPacker, "_pack_b_points", record)
+    x, w, y = _t(1, 64, 6, size), _t(96, 64, 1, 1), _t(1, 96, 6, size)
+    if size == 7:
+        x, y = _t(1, 64, 7, 7), _t(1, 96, 7, 7)
+    text = f"""
+func.func @main(%x: {x}, %w: {w}) -> {y} {{
+  %0 = graph.conv2d %x, %w : ({x}, {w}) -> {y}
+  func.return %0 : {y}
+}}
+"""
+    options = CompileOptions(threads=2, lanes=16)
+    assert "vector.fma" in lower_to(parse_text(text, "c"), Stage.UPSTREAM, options)
+    assert points == []
+    compile_and_compare(parse_text(text, "c"), options=options)
