@@ -154,9 +154,7 @@ class OperandPacker(PanelLoops):
         read (`last_panel_vectors` vectors; the dot columns have their own panel), its
         full vectors of real columns by vector loads and full blocks of 8 by transposes
         where the full panels take them, the rest point by point. (A 7x7 layer's N = 49
-        is a panel of 32 and one of 17: its tiles read 16 columns and one dot column, not
-        32. Point by point, those 16 columns of a 1x1 convolution 960 -> 320 took as long
-        as the full panel's tiles: 85 us for N = 48 or 49, 86 for N = 64, 47 for N = 32.)"""
+        is a panel of 32 and one of 17: its tiles read 16 columns and one dot column.)"""
         plan = self.plan
         width = plan.last_panel_vectors * plan.lanes
         real = plan.last_columns - plan.dot_columns
@@ -212,23 +210,17 @@ class OperandPacker(PanelLoops):
         last.end_loops(em)
 
     def _pack_b_rows(
-        self,
-        em: GemmBuilder,
-        slot: SSAValue,
-        panels: Span,
-        mapping: Mapping,
-        run: RowRun,
-        vectors: int | None = None,
+        self, em: GemmBuilder, slot: SSAValue, panels: Span, at: Mapping, run: RowRun, n: int = 0
     ) -> None:
         """Full panels of a B read along contiguous rows (`row_panels`), or their first
-        `vectors` vectors of columns: per reduction index, panel and `lanes` columns, one
-        vector load of B's collapsed rows and one store."""
+        `n` vectors of columns: per reduction index, panel and `lanes` columns, one vector
+        load of B's collapsed rows and one store."""
         found = self.found
         collapse, length = collapsed_source(run)
         source = em.emit(collapse)
         inner, reduction, k = self._over_reduction(em)
-        part, p, lane0, column0 = self._panel_parts(inner, panels, self.plan.lanes, vectors)
-        at = {**mapping, **reduction}
+        part, p, lane0, column0 = self._panel_parts(inner, panels, self.plan.lanes, n or None)
+        at = {**at, **reduction}
         outer = found.args(found.columns)[: -run.dims]
         position = column0
         if outer:
