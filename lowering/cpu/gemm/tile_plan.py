@@ -62,11 +62,15 @@ MOST_OWN_PACKING_TASKS = 16
 block): more of them cost no packing, and their equal blocks of panels balance better
 (ResNet-50's 3x3 convolution on 64 x 56 x 56: 98 panels as 14 tasks of 7, not 7 of 13
 and one of 7; 1170 -> 1121 us on 2 threads)."""
-MACS_PER_TASK = 1 << 19
+MACS_PER_TASK = 1 << 18
 """A short GEMM is cut into no more tasks than it has this many multiply-adds (two at
 least): each task packs its own B panels and takes its chunk from the shared loop
 counter, which on a tiny ResNet's 3x3 convolutions (150-300 k multiply-adds) cost more
-than the balance eight tasks buy."""
+than the balance eight tasks buy. Past that, finer tasks shorten the wait at the end of
+each GEMM for the other thread's last task: MobileNetV2's 1x1 convolutions (1-8 M
+multiply-adds) went from 8-9 tasks to 16 with 256 Ki here instead of 512 Ki, and the
+model from 1875-1950 to 1840-1894 us (2 threads, alternating; 128 Ki: 1863 us);
+ResNet-50, MobileViT, DistilBERT, Swin-T and ConvNeXt-tiny moved by 0.5% or less."""
 MIN_THREADED_MACS = 1 << 17
 """GEMMs with fewer multiply-adds (batch points included) run on the calling thread: a
 tiny ResNet's 3x3 convolutions of 150-300 k multiply-adds (3-6 us) took as long or longer

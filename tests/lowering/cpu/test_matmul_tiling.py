@@ -661,6 +661,19 @@ def test_own_packing_tasks_are_cut_finer(monkeypatch: Any) -> None:
     assert plan.tasks == 15 and plan.panels_per_task == 5
 
 
+def test_mid_size_gemms_take_a_task_per_macs_per_task(monkeypatch: Any) -> None:
+    """A 3x3 convolution of 3.6 M multiply-adds (32 -> 64 channels on 14x14, 7 panels at
+    AVX-512) is cut into a task per panel, 7, where 512 Ki multiply-adds a task made 4
+    tasks of 2 panels: finer tasks leave the other thread less to wait for at the GEMM's
+    end. The results match."""
+    plans = _plans(monkeypatch)
+    text = _conv_bn_relu(1, 32, 64, 14, 1, 1, 1)
+    compile_and_compare(parse_text(text, "c"), options=CompileOptions(threads=2, lanes=16))
+    (plan,) = plans
+    assert plan.b_in_task and plan.panels == 7 and plan.row_blocks == 1
+    assert plan.tasks == 7
+
+
 @pytest.mark.parametrize("lanes", [8, 16])
 def test_uneven_panels_split_their_rows_in_two(lanes: int, monkeypatch: Any) -> None:
     """Where each task packs its own panels and there are fewer panels than tasks wanted,
