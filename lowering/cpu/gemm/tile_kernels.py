@@ -72,7 +72,7 @@ class TaskEmitter:
 
         def tiles(inner: GemmBuilder, row0: SSAValue, rows: int, panel: SSAValue) -> None:
             self._shaped(
-                inner, panel, lambda at, shape: self._tiles(at, task, row0, panel, rows, shape)
+                inner, panel, lambda at, shape: self._tile(at, task, row0, panel, rows, shape)
             )
 
         if plan.rows_outer:
@@ -165,25 +165,6 @@ class TaskEmitter:
         then.add(scf.YieldOp())
         em.add(scf.IfOp(is_odd, [], Region(then.block)))
 
-    def _tiles(
-        self,
-        em: GemmBuilder,
-        task: Task,
-        row0: SSAValue,
-        panel: SSAValue,
-        rows: int,
-        shape: Shape,
-    ) -> None:
-        """The tiles of `rows` rows from row0 in the panel: one tile where the shape is a
-        single vector wide, else (a pair of full tiles over a wide panel) MR rows at a
-        time, each with its 2 * MR accumulators."""
-        if rows <= MR or shape.vectors <= 1:
-            self._tile(em, task, row0, panel, rows, shape)
-            return
-        for start in range(0, rows, MR):
-            at = em.emit(arith.AddiOp(row0, em.index(start)))
-            self._tile(em, task, at, panel, MR, shape)
-
     def _shaped(
         self, em: GemmBuilder, panel: SSAValue, body: Callable[[GemmBuilder, Shape], None]
     ) -> None:
@@ -215,7 +196,13 @@ class TaskEmitter:
     ) -> None:
         """Sums of rows row0..row0+rows x the panel's first `shape.vectors` x `lanes`
         columns and its dot columns (the rest of a narrow last panel is past N), then the
-        epilogue."""
+        epilogue. A pair of full row tiles (rows > MR) over a panel wider than one vector
+        is two tiles of MR rows, each with its 2 * MR accumulators."""
+        if rows > MR and shape.vectors > 1:
+            for start in range(0, rows, MR):
+                at = em.emit(arith.AddiOp(row0, em.index(start)))
+                self._tile(em, task, at, panel, MR, shape)
+            return
         found, lanes, vec = self.found, self.plan.lanes, self.plan.vec
         vectors = shape.vectors
         init = em.emit(vector.BroadcastOp(found.reduce.init, vec))
