@@ -210,7 +210,7 @@ class OperandPacker(PanelLoops):
         last.end_loops(em)
 
     def _pack_b_rows(
-        self, em: GemmBuilder, slot: SSAValue, panels: Span, at: Mapping, run: RowRun, n: int = 0
+        self, em: GemmBuilder, slot: SSAValue, panels: Span, batch: Mapping, run: RowRun, n: int = 0
     ) -> None:
         """Full panels of a B read along contiguous rows (`row_panels`), or their first
         `n` vectors of columns: per reduction index, panel and `lanes` columns, one vector
@@ -220,7 +220,7 @@ class OperandPacker(PanelLoops):
         source = em.emit(collapse)
         inner, reduction, k = self._over_reduction(em)
         part, p, lane0, column0 = self._panel_parts(inner, panels, self.plan.lanes, n or None)
-        at = {**at, **reduction}
+        at = {**batch, **reduction}
         outer = found.args(found.columns)[: -run.dims]
         position = column0
         if outer:

@@ -276,10 +276,9 @@ class _Split:
             # tiles are split in two as well, and the halves balance. A computed B is
             # packed by each task for its own panel: packing it twice costs less than a
             # pass over B before the tasks, with its own fork and join. 1x1 convolution
-            # 960 -> 320 on 7x7, 2
-            # threads: 87 -> 76 us (the 32-column panel's task had run alone while the
-            # other thread, done with the 16 columns, waited); an even split is left as
-            # it is (8x8, N = 64: 86 us, 89 with its rows split too).
+            # 960 -> 320 on 7x7, 2 threads: 87 -> 76 us (the 32-column panel's task had
+            # run alone while the other thread, done with the 16 columns, waited); an
+            # even split is left as it is (8x8, N = 64: 86 us, 89 with its rows split).
             per_task = -(-full // 2)
             row_blocks = -(-full // per_task)
             wanted = -(-fewest // (points * row_blocks))
