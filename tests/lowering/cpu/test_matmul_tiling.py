@@ -676,9 +676,9 @@ def test_mid_size_gemms_take_a_task_per_macs_per_task(monkeypatch: Any) -> None:
 
 @pytest.mark.parametrize("lanes", [8, 16])
 def test_uneven_panels_split_their_rows_in_two(lanes: int, monkeypatch: Any) -> None:
-    """Where each task packs its own panels and there are fewer panels than tasks wanted,
-    a GEMM whose panels' work does not split evenly in two also splits its rows in two
-    row blocks, each task packing its panel: at AVX-512 a 7x7 layer's N = 49 (a panel of
+    """A threaded GEMM in one row block with fewer panels than tasks wanted, whose panels'
+    work does not split evenly in two, also splits its rows in two row blocks, each task
+    packing its panel (B is computed): at AVX-512 a 7x7 layer's N = 49 (a panel of
     32, one of 16 and a dot column: 3 vectors of columns) becomes 4 tasks, where 8x8
     (N = 64, two full panels) stays 2, a task per panel. At AVX2, 49 columns are 3 full
     panels of 16 and a dot column (6 vectors): even, left as it is. All match the
