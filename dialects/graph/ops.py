@@ -788,6 +788,10 @@ class ReshapeOp(ShapeOp):
 
     traits = traits_def(Pure(), FusionKindTrait(FusionKind.INJECTIVE))
 
+    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
+        element = tensor_type_of(SSAValue.get(input)).get_element_type()
+        super().__init__(operands=[input], result_types=[TensorType(element, shape)])
+
     def verify_(self) -> None:
         rules.reshape_check(shape_of(self.input), shape_of(self.result))
 

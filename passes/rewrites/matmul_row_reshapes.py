@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
@@ -117,11 +116,7 @@ class ReshapeRowsIntoMatmul(RewritePattern):
         target: Sequence[int],
         rewriter: PatternRewriter,
     ) -> None:
-        k = graph.shape_of(matmul.lhs)[-1]
-        element = graph.tensor_type_of(matmul.lhs).get_element_type()
-        lhs = graph.ReshapeOp.create(
-            operands=[matmul.lhs], result_types=[TensorType(element, (*target[:-1], k))]
-        )
+        lhs = graph.ReshapeOp(matmul.lhs, (*target[:-1], graph.shape_of(matmul.lhs)[-1]))
         product = graph.MatmulOp.create(
             operands=[lhs.results[0], matmul.rhs], result_types=[op.result.type]
         )
@@ -135,10 +130,7 @@ class ReshapeRowsIntoMatmul(RewritePattern):
         op: graph.ReshapeOp, step: Operation, main: SSAValue, rewriter: PatternRewriter
     ) -> None:
         """reshape(f(main, c)) -> f(reshape(main), c) for the row-wise `step`."""
-        element = graph.tensor_type_of(main).get_element_type()
-        inner = graph.ReshapeOp.create(
-            operands=[main], result_types=[TensorType(element, graph.shape_of(op.result))]
-        )
+        inner = graph.ReshapeOp(main, graph.shape_of(op.result))
         operands = [inner.results[0] if v is main else v for v in step.operands]
         moved = type(step).create(
             operands=operands,

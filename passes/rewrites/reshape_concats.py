@@ -20,7 +20,7 @@ selected one.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import IntegerAttr, TensorType
+from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import OpResult
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
@@ -46,16 +46,13 @@ class ReshapeIntoConcat(RewritePattern):
         if len(target) < kept or tuple(target[len(target) - kept :]) != tuple(shape[axis:]):
             return
         new_axis = len(target) - kept
-        element = graph.tensor_type_of(source).get_element_type()
-        pieces: list[graph.ReshapeOp] = []
-        for operand in concat.inputs:
-            extent = graph.shape_of(operand)[axis]
-            piece_shape = (*target[:new_axis], extent, *target[new_axis + 1 :])
-            pieces.append(
-                graph.ReshapeOp.create(
-                    operands=[operand], result_types=[TensorType(element, piece_shape)]
-                )
+        pieces = [
+            graph.ReshapeOp(
+                operand,
+                (*target[:new_axis], graph.shape_of(operand)[axis], *target[new_axis + 1 :]),
             )
+            for operand in concat.inputs
+        ]
         joined = graph.ConcatOp.create(
             operands=[p.results[0] for p in pieces],
             result_types=[op.result.type],

@@ -167,9 +167,7 @@ def build_step(step: Step, env: Mapping[str, Any], element_type: Attribute) -> O
     if issubclass(cls, graph.BinaryOp | graph.UnaryOp):
         return cls(*operands)
     if cls is graph.ReshapeOp:
-        shape = _resolve(step.shape, env)
-        result_type = TensorType(graph.tensor_type_of(operands[0]).get_element_type(), shape)
-        return graph.ReshapeOp.create(operands=operands, result_types=[result_type])
+        return graph.ReshapeOp(operands[0], _resolve(step.shape, env))
     raise AssertionError(f"no builder for {step.op} in a decomposition step")
 
 

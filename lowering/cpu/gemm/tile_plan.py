@@ -142,7 +142,7 @@ class TilePlan:
     @property
     def last_columns(self) -> int:
         """Columns of the last panel below N."""
-        return self.found.n - (self.panels - 1) * self.nr
+        return _last_columns(self.found.n, self.lanes)
 
     @property
     def dot_columns(self) -> int:
@@ -290,10 +290,15 @@ class _Split:
         return _rows_outer(self.b_in_task, self.panels_per_task, k, lanes)
 
 
+def _last_columns(n: int, lanes: int) -> int:
+    """Columns of the last panel (2 * `lanes` wide) below N = `n`."""
+    return n - (-(-n // (2 * lanes)) - 1) * 2 * lanes
+
+
 def _last_panel(n: int, lanes: int) -> tuple[int, int]:
     """The vectors and dot columns of the last panel's tiles for N = `n` (TilePlan's
     `last_panel_vectors` and `dot_columns`)."""
-    last = n - (-(-n // (2 * lanes)) - 1) * 2 * lanes
+    last = _last_columns(n, lanes)
     rest = last % lanes
     dots = rest if rest <= DOT_COLUMNS and n > rest else 0
     return -(-(last - dots) // lanes), dots
