@@ -108,7 +108,7 @@ class CompileOptions:
     def cpu_lowering(self) -> str:
         """The CPU lowering pipeline for these options' threads and vector lanes."""
         lanes = self.lanes or self.target.vector_lanes()
-        return pipelines.cpu_lowering(parallel=self.threads > 1, lanes=lanes)
+        return pipelines.cpu_lowering(self.threads > 1, lanes, workers=self.threads)
 
     @property
     def target(self) -> CpuTarget:

@@ -4,7 +4,7 @@
 graphfuse.compile and `graphfuse compile` (compiler.py), `graphfuse fuse` and the benchmarks
 parse these specs, so plain xdsl-opt runs the same passes with the same options and prints
 the same IR (tests/test_pipelines.py checks both). An option at its pass's default is left
-out of a spec, so each default lives in its pass. With `--lanes 8` and more than one thread:
+out of a spec, so each default lives in its pass. With `--lanes 8` and two threads:
 
   graphfuse fuse:                        xdsl-opt in.mlir -p 'graph-fuse'
   graphfuse compile --emit upstream:     xdsl-opt in.mlir -p 'graph-split-grouped-conv,graph-fuse,convert-graph-to-loop,loop-dedupe-kernels,loop-tile-matmul{threads=true},loop-split-epilogues,loop-plan-scratch,convert-loop-to-upstream{parallel=true},scf-prefetch-rows,scf-hoist-reciprocals,math-approximate,scf-interleave-loops,scf-predicate-short-loops,scf-outline-tasks'
@@ -48,12 +48,14 @@ def to_loop(cpu: bool = True) -> str:
     return join(spec("convert-graph-to-loop", operand_copies=cpu), "loop-dedupe-kernels")
 
 
-def cpu_lowering(parallel: bool, lanes: int) -> str:
-    """Loop kernels to upstream MLIR for the CPU: GEMM tiling on the loop dialect, the
-    scratch buffers' shared layout, the conversion (scf.parallel for threads when
-    `parallel`), then tuning of the upstream loops for vectors of `lanes` f32."""
+def cpu_lowering(parallel: bool, lanes: int, workers: int | None = None) -> str:
+    """Loop kernels to upstream MLIR for the CPU: GEMM tiling on the loop dialect (its
+    tasks balanced for `workers` threads; None: the pass's default), the scratch buffers'
+    shared layout, the conversion (scf.parallel for threads when `parallel`), then tuning
+    of the upstream loops for vectors of `lanes` f32."""
+    tile_workers = workers if parallel else None
     return join(
-        spec("loop-tile-matmul", threads=parallel, lanes=lanes),
+        spec("loop-tile-matmul", threads=parallel, lanes=lanes, workers=tile_workers),
         "loop-split-epilogues",
         "loop-plan-scratch",
         spec("convert-loop-to-upstream", parallel=parallel),

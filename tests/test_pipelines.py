@@ -66,6 +66,16 @@ def test_pipeline_options_reach_the_passes() -> None:
     assert launch == ConvertLoopToGpuPass(block_size=128)
 
 
+@pytest.mark.parametrize(("threads", "workers"), [(1, 2), (2, 2), (3, 3), (8, 8)])
+def test_the_gemm_tasks_are_balanced_for_the_compiled_team(threads: int, workers: int) -> None:
+    """The compiler's thread count reaches loop-tile-matmul as the team its tasks are cut
+    for (written only where it differs from the pass's default of 2; unused on 1 thread)."""
+    spec = CompileOptions(threads=threads, lanes=16).cpu_lowering()
+    tile, *_ = pipelines.parse(spec).passes
+    assert tile == LoopTileMatmulPass(threads=threads > 1, lanes=16, workers=workers)
+    assert ("workers=" in spec) == (workers != 2)
+
+
 def test_spec_leaves_defaults_out() -> None:
     assert (
         pipelines.spec("graph-fuse", max_depth=DEFAULT_MAX_DEPTH, refine=True, rules=None)

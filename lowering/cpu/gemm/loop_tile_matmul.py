@@ -60,17 +60,18 @@ Pack = Callable[[GemmBuilder], None]
 
 
 def tile_contraction(
-    found: Contraction, threads: bool, constant_positions: set[int], lanes: int
+    found: Contraction, threads: bool, constant_positions: set[int], lanes: int, workers: int
 ) -> None:
-    """Emits the tiled computation of `found` in place of its nest: plan, then the
-    packing of every operand not packed inside the tasks, then the tasks."""
+    """Emits the tiled computation of `found` in place of its nest: plan (tasks balanced
+    for `workers` threads), then the packing of every operand not packed inside the tasks,
+    then the tasks."""
     nest = found.nest
     parent = nest.parent_block()
     kernel = nest.parent_op()
     assert parent is not None and isinstance(kernel, loop.KernelOp)
     entry = kernel.body.block
     constants: set[SSAValue] = {entry.args[n] for n in constant_positions}
-    plan = plan_tiling(found, threads, constants, lanes)
+    plan = plan_tiling(found, threads, constants, lanes, workers)
     a_type, b_type = plan.packed_types()
     packed_a = entry.insert_arg(a_type, len(entry.args)) if plan.a_in_place is None else None
     packer = OperandPacker(plan, packed_a, entry.insert_arg(b_type, len(entry.args)))
@@ -120,6 +121,10 @@ class LoopTileMatmulPass(ModulePass):
     lanes: int = DEFAULT_LANES
     """f32 lanes of the target's vector registers: 8 (AVX2), 16 (AVX-512)."""
 
+    workers: int = 2
+    """Threads of the team the tasks run on (the compiled code's), with `threads`: the
+    split of rows and panels into tasks is balanced for it (task_balance.py)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         added: dict[str, int] = {}
         constants = constant_arguments(op)
@@ -137,7 +142,7 @@ class LoopTileMatmulPass(ModulePass):
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
                 found = match_contraction(nest)
                 if found is not None:
-                    tile_contraction(found, self.threads, positions, self.lanes)
+                    tile_contraction(found, self.threads, positions, self.lanes, self.workers)
             if len(kernel.body.block.args) > before:
                 added[kernel.sym_name.data] = before
         for call in [c for c in op.walk() if isinstance(c, loop.CallOp)]:

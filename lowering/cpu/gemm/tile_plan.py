@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import Float32Type, MemRefType, VectorType, f32
 from xdsl.ir import Attribute, SSAValue
 
 from graphfuse.lowering.cpu.gemm.contractions import Contraction, factor, reads_constants
 from graphfuse.lowering.cpu.gemm.row_panels import RowRun, row_run
+from graphfuse.lowering.cpu.gemm.task_balance import finish, task_costs
 from graphfuse.lowering.cpu.gemm.transposed_pack import TransposedRun, transposable_load
 from graphfuse.lowering.cpu.nest_indices import constant
 
@@ -81,6 +82,9 @@ row tile across them. Whisper's scores (1500 x 64 @ 64 x 1500 per head: 47 panel
 8 KiB) took 11.1 ms with the panels outside, writing a tile's 12 lines a row apart at a
 time, and 8.3 ms this way (onnxruntime: 8.6); past L2 each tile would read the panels
 from L3."""
+BALANCE_GAIN = 0.03
+"""A threaded split is cut again for the team (task_balance.py) where another cut of its
+rows and panels would end this much sooner in the simulated schedule."""
 
 
 @dataclass(frozen=True)
@@ -250,10 +254,12 @@ class _Split:
         b_constant: bool,
         threads: bool,
         lanes: int,
+        workers: int,
     ) -> _Split:
         """Row blocks of `per_task` of the `full` row tiles; then, on threads, the panels
         are split too, until there is a task per MACS_PER_TASK (two at least, MIN_TASKS at
-        most). The row tail joins the last block."""
+        most), and the cut balanced for a team of `workers` threads. The row tail joins
+        the last block."""
         points = math.prod(found.nest.shape[d] for d in found.batch)
         row_blocks = max(1, -(-full // per_task))
         # With one row block (and B per batch point, or one point) every panel belongs to
@@ -283,7 +289,51 @@ class _Split:
             row_blocks = -(-full // per_task)
             wanted = -(-fewest // (points * row_blocks))
         panels_per_task = -(-panels // min(panels, max(1, wanted)))
-        return _Split(per_task, row_blocks, b_in_task, threaded, panels, panels_per_task)
+        split = _Split(per_task, row_blocks, b_in_task, threaded, panels, panels_per_task)
+        return split.balanced(found, lanes, workers) if threaded and workers > 1 else split
+
+    def costs(self, found: Contraction, lanes: int) -> list[float]:
+        """Each task's work in task order, in rows times vectors of columns
+        (task_balance.py)."""
+        full = found.m // MR
+        tiles = [min(self.per_task, full - b * self.per_task) for b in range(self.row_blocks)]
+        rows = [MR * t for t in tiles]
+        rows[-1] += found.m % MR
+        vectors, dots = _last_panel(found.n, lanes)
+        panel = [2.0] * (self.panels - 1) + [vectors + dots / lanes]
+        step = self.panels_per_task
+        blocks = [sum(panel[p : p + step]) for p in range(0, self.panels, step)]
+        points = math.prod(found.nest.shape[d] for d in found.batch)
+        return task_costs(points, rows, blocks, MR if self.b_in_task else 0)
+
+    def balanced(self, found: Contraction, lanes: int, workers: int) -> _Split:
+        """This split, or where it leaves threads idle at its end, the cut of rows (into
+        as many blocks as here, up to twice as many) and of panels that ends soonest in
+        the simulated schedule, with the fewest tasks of those within 1% of that: as many
+        tasks as here at least (what MIN_TASKS and MACS_PER_TASK ask for), twice as many
+        at most. Taken where it ends BALANCE_GAIN sooner than this one."""
+        costs = self.costs(found, lanes)
+        now = finish(costs, workers)
+        if now <= (1 + BALANCE_GAIN) * sum(costs) / workers:
+            return self
+        full = found.m // MR
+        tasks = self.row_blocks * -(-self.panels // self.panels_per_task)
+        cuts: list[tuple[float, int, _Split]] = []
+        for blocks in range(self.row_blocks, min(full, 2 * self.row_blocks) + 1):
+            per_task = -(-full // blocks)
+            row_blocks = -(-full // per_task)
+            for step in sorted({-(-self.panels // p) for p in range(1, self.panels + 1)}):
+                count = row_blocks * -(-self.panels // step)
+                if tasks <= count <= 2 * tasks:
+                    cut = replace(
+                        self, per_task=per_task, row_blocks=row_blocks, panels_per_task=step
+                    )
+                    cuts.append((finish(cut.costs(found, lanes), workers), count, cut))
+        if not cuts:
+            return self
+        best = min(end for end, _, _ in cuts)
+        _, _, chosen = min((c for c in cuts if c[0] <= best * 1.01), key=lambda c: (c[1], c[0]))
+        return chosen if best <= (1 - BALANCE_GAIN) * now else self
 
     def rows_outer(self, k: int, lanes: int) -> bool:
         """TilePlan.rows_outer for this split."""
@@ -311,23 +361,21 @@ def _rows_outer(b_in_task: bool, panels_per_task: int, k: int, lanes: int) -> bo
 
 
 def plan_tiling(
-    found: Contraction, threads: bool, constants: set[SSAValue], lanes: int
+    found: Contraction, threads: bool, constants: set[SSAValue], lanes: int, workers: int
 ) -> TilePlan:
-    """The plan for `found`; `constants` are the kernel's arguments every caller fills with
-    a constant."""
+    """The plan for `found`, its tasks balanced for `workers` threads; `constants` are the
+    kernel's arguments every caller fills with a constant."""
     batch_args = found.args(found.batch)
     batch_shape = [found.nest.shape[d] for d in found.batch]
     b_batched = any(x in found.b.depends for x in batch_args)
     b_constant = reads_constants(found.b, constants)
     full = found.m // MR
-    split = _Split.of(
-        found, full, _tiles_per_task(found, full), b_batched, b_constant, threads, lanes
-    )
+    per_task = _tiles_per_task(found, full)
+    split = _Split.of(found, full, per_task, b_batched, b_constant, threads, lanes, workers)
     if not b_constant and found.k <= STORE_BOUND_K:
         # A short K keeps 16-tile row blocks where their row tiles run across the panels.
-        short = _Split.of(
-            found, full, min(full, MAX_TILES_PER_TASK) or 1, b_batched, False, threads, lanes
-        )
+        most = min(full, MAX_TILES_PER_TASK) or 1
+        short = _Split.of(found, full, most, b_batched, False, threads, lanes, workers)
         if short.rows_outer(found.k, lanes):
             split = short
     columns_fastest = _columns_fastest(found)
