@@ -55,6 +55,7 @@ from graphfuse.lowering.cpu.separable_gathers import separate_gathers
 from graphfuse.lowering.cpu.separable_pools import separate_pools
 from graphfuse.lowering.cpu.strided_phases import split_strided_phases
 from graphfuse.lowering.cpu.transposed_copies import transpose_copies
+from graphfuse.lowering.cpu.winograd import winograd_convolutions
 
 Pack = Callable[[GemmBuilder], None]
 
@@ -139,6 +140,7 @@ class LoopTileMatmulPass(ModulePass):
             interleave_image_copies(kernel)
             split_strided_phases(kernel)
             transpose_copies(kernel, self.threads)
+            winograd_convolutions(kernel, self.threads, positions)
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
                 found = match_contraction(nest)
                 if found is not None:
