@@ -45,12 +45,16 @@ from graphfuse.lowering.cpu.channels_last_stores import store_through_transposes
 from graphfuse.lowering.cpu.nest_indices import buffer_shape, constant, own_index
 from graphfuse.lowering.loop_to_upstream.loop_indexing import inside
 
-MIN_MACS = 1 << 23
-"""Convolutions of fewer multiply-adds (batch included) keep the direct GEMM: three nests
-and two scratch buffers cost more than they save on small layers."""
-MIN_CHANNELS = 16
-"""Input and output channels of at least this many, multiples of 8 (the transposed
-stores)."""
+MIN_MACS = 1 << 21
+"""Convolutions of fewer multiply-adds (batch included) keep the direct GEMM: their three
+nests' fixed costs eat the gain (2 threads: 64 -> 64 on 8x8, 2.4 M, 15 against 17 us;
+32 -> 32 on 8x8, 0.6 M, 9 against 10)."""
+MIN_CHANNELS = 32
+"""Input channels (the 16 GEMMs' K) of at least this many: with 16 the transforms cost as
+much as the multiply-adds saved (16 -> 16 on 56x56: 52 against 51 us; on 112x112 188
+against 173), with 24 about even (29 against 30 us on 28x28), with 32 a gain (36 against
+47 us on 28x28). Channels in and out a multiple of 8 (the transposed stores), out at least
+16."""
 
 _G = ((1.0, 0.0, 0.0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0.0, 0.0, 1.0))
 """G: a 3-tap filter row to its 4 transformed taps."""
@@ -129,7 +133,8 @@ def _reduction(nest: loop.ParallelOp) -> loop.ReduceOp | None:
         and width % 2 == 0
         and constant(reduce.init) == 0
         and not inside(reduce.init, nest)
-        and min(channels, out_channels) >= MIN_CHANNELS
+        and channels >= MIN_CHANNELS
+        and out_channels >= 16
         and channels % 8 == 0
         and out_channels % 8 == 0
         and batch * out_channels * height * width * 9 * channels >= MIN_MACS

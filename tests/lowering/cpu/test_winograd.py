@@ -2,8 +2,8 @@
 Winograd's F(2x2, 3x3) (winograd.py): the results match the reference with epilogues
 (bias, relu, a residual), batches, non-square images and channel counts off the vector
 width, on 1 and 2 threads at both vector widths; the convolutions it does not take (odd
-sizes, stride 2, dilation 2, weights given per call, 5x5, few channels) keep the direct
-GEMM and match too."""
+sizes, stride 2, dilation 2, weights given per call, 5x5, few channels, small layers)
+keep the direct GEMM and match too."""
 
 from __future__ import annotations
 
@@ -76,8 +76,8 @@ def _taken(monkeypatch: Any) -> list[int]:
 
 
 TAKEN = {
-    "1x16x16x8x8": (1, 16, 16, (8, 8), False),
-    "2x24x32x6x10 residual": (2, 24, 32, (6, 10), True),
+    "1x32x16x8x8": (1, 32, 16, (8, 8), False),
+    "2x32x24x6x10 residual": (2, 32, 24, (6, 10), True),
     "1x40x16x14x14": (1, 40, 16, (14, 14), False),
 }
 
@@ -108,22 +108,23 @@ LEFT = {
 @pytest.mark.parametrize("case", list(LEFT))
 def test_other_convolutions_keep_the_direct_gemm(case: str, monkeypatch: Any) -> None:
     counts = _taken(monkeypatch)
-    text = _conv(1, 16, 16, **LEFT[case])  # type: ignore[arg-type]
+    text = _conv(1, 32, 16, **LEFT[case])  # type: ignore[arg-type]
     compile_and_compare(parse_text(text, "conv"), options=CompileOptions(threads=2, lanes=16))
     assert counts and sum(counts) == 0
 
 
 def test_few_channels_and_small_layers_keep_the_direct_gemm(monkeypatch: Any) -> None:
-    """Channels below MIN_CHANNELS or off a multiple of 8 are left; so is a layer under
-    MIN_MACS multiply-adds at the real threshold."""
+    """Input channels below MIN_CHANNELS, output channels below 16 or channels off a
+    multiple of 8 are left; so is a layer under MIN_MACS multiply-adds at the real
+    threshold."""
     counts = _taken(monkeypatch)
-    for channels, out in ((8, 16), (16, 12), (20, 16)):
+    for channels, out in ((24, 32), (32, 8), (36, 16), (32, 20)):
         text = _conv(1, channels, out, (8, 8))
         lower_to(parse_text(text, "conv"), Stage.UPSTREAM, CompileOptions(threads=2, lanes=16))
     assert counts and sum(counts) == 0
-    monkeypatch.setattr(winograd, "MIN_MACS", 1 << 23)
-    small = _conv(1, 64, 64, (14, 14))  # 7.2 M multiply-adds
-    large = _conv(1, 64, 64, (16, 16))  # 9.4 M
+    monkeypatch.setattr(winograd, "MIN_MACS", 1 << 21)
+    small = _conv(1, 32, 32, (8, 8))  # 0.6 M multiply-adds
+    large = _conv(1, 64, 64, (8, 8))  # 2.4 M
     for text in (small, large):
         lower_to(parse_text(text, "conv"), Stage.UPSTREAM, CompileOptions(threads=2, lanes=16))
     assert counts[-2:] == [0, 1]
