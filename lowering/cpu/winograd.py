@@ -9,13 +9,15 @@ of channels instead of 36. With the transforms' matrices B^T (4x4), G (4x3) and 
 a tile's output is Y = A^T [(G g G^T) * (B^T d B)] A, the product elementwise; summed over
 the input channels, the 16 elementwise products become 16 GEMMs.
 
-A convolution nest over the NCHW output [N, Co, H, W] (H and W even) whose reduction
-[3, 3, C] multiplies a load of the kernel's padded channels-last image at
-[n, y + kh, x + kw, c] by one of the weights at [co, c, kh, kw], which the kernel gets as
-constants, becomes three nests (T = H/2 x W/2 tiles an image):
-- the input transform, over [N, H/2, W/2, C], channels innermost (contiguous loads from the
-  image, contiguous stores): V[ab, n T + t, c] = (B^T d B)[a, b] of each tile, in a new
-  scratch argument;
+A convolution nest over the NCHW output [N, Co, H, W] whose reduction [3, 3, C]
+multiplies a load of the kernel's padded channels-last image at [n, y + kh, x + kw, c] by
+one of the weights at [co, c, kh, kw], which the kernel gets as constants, becomes three
+nests (T = ceil(H/2) x ceil(W/2) tiles an image):
+- the input transform, over [N, ceil(H/2), ceil(W/2), C], channels innermost (contiguous
+  loads from the image, contiguous stores): V[ab, n T + t, c] = (B^T d B)[a, b] of each
+  tile, in a new scratch argument. Where H (or W) is odd the last tiles' fourth row (or
+  column) lies past the copy and is read clamped to its last: only the tiles' second
+  output row (or column), past the image and never stored, depends on it;
 - the 16 GEMMs, a nest over [16, N T, Co] reducing C: V[ab, t, c] times U[ab, c, co] =
   (G g G^T)[a, b] computed from the weights in the product's second factor, which
   loop-tile-matmul packs once, on the first call (the weights are constants), as B, and
@@ -31,6 +33,7 @@ image holds; its rounding differs (the transforms add and subtract before the pr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
@@ -119,7 +122,7 @@ def match_winograd(nest: loop.ParallelOp, weights: Set[SSAValue]) -> _Winograd |
 
 def _reduction(nest: loop.ParallelOp) -> loop.ReduceOp | None:
     """The nest's only region op when it is a sum over [3, 3, C] from 0 and the nest's
-    sizes are ones this module takes (even H and W, channels, multiply-adds)."""
+    sizes are ones this module takes (channels, multiply-adds)."""
     regions = [op for op in nest.body.block.ops if op.regions]
     if len(nest.shape) != 4 or len(regions) != 1 or not isinstance(regions[0], loop.ReduceOp):
         return None
@@ -129,8 +132,6 @@ def _reduction(nest: loop.ParallelOp) -> loop.ReduceOp | None:
     taken = (
         reduce.kind.data == loop.ReduceKind.ADD
         and reduce.shape[:2] == (3, 3)
-        and height % 2 == 0
-        and width % 2 == 0
         and constant(reduce.init) == 0
         and not inside(reduce.init, nest)
         and channels >= MIN_CHANNELS
@@ -175,7 +176,7 @@ def _rewrite(found: _Winograd, threads: bool) -> None:
     assert isinstance(kernel, loop.KernelOp) and parent is not None
     entry = kernel.body.block
     batch, out_channels, height, width = nest.shape
-    tiles = batch * (height // 2) * (width // 2)
+    tiles = batch * math.prod(_tiles(found))
     v = entry.insert_arg(MemRefType(f32, [16, tiles, found.channels]), len(entry.args))
     m = entry.insert_arg(MemRefType(f32, [16, tiles, out_channels]), len(entry.args))
     output = _output_nest(found, m)
@@ -188,35 +189,49 @@ def _rewrite(found: _Winograd, threads: bool) -> None:
 
 def _tile(em: BlockBuilder, n: SSAValue, ty: SSAValue, tx: SSAValue, found: _Winograd) -> SSAValue:
     """The tile's row in V and M: (n H/2 + ty) W/2 + tx."""
+    rows, columns = _tiles(found)
+    row = em.emit(arith.AddiOp(em.emit(arith.MuliOp(n, em.index(rows))), ty))
+    return em.emit(arith.AddiOp(em.emit(arith.MuliOp(row, em.index(columns))), tx))
+
+
+def _tiles(found: _Winograd) -> tuple[int, int]:
+    """Tiles down and across an image: ceil(H / 2), ceil(W / 2)."""
     _, _, height, width = found.nest.shape
-    row = em.emit(arith.AddiOp(em.emit(arith.MuliOp(n, em.index(height // 2))), ty))
-    return em.emit(arith.AddiOp(em.emit(arith.MuliOp(row, em.index(width // 2))), tx))
+    return -(-height // 2), -(-width // 2)
 
 
 def _input_nest(found: _Winograd, v: SSAValue) -> loop.ParallelOp:
     """V[ab, tile, c] = (B^T d B)[a, b] for each 4x4 tile d of the image (tiles 2 apart),
     B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]."""
-    batch, _, height, width = found.nest.shape
-    nest = loop.ParallelOp([batch, height // 2, width // 2, found.channels])
+    batch = found.nest.shape[0]
+    rows, columns = _tiles(found)
+    nest = loop.ParallelOp([batch, rows, columns, found.channels])
     em = BlockBuilder(nest.body.block)
     n, ty, tx, c = nest.body.block.args
-    y0 = em.emit(arith.MuliOp(ty, em.index(2)))
-    x0 = em.emit(arith.MuliOp(tx, em.index(2)))
-    rows = []
-    for i in range(4):
-        y = em.emit(arith.AddiOp(y0, em.index(i)))
-        d = [
-            em.emit(loop.LoadOp(found.image, [n, y, em.emit(arith.AddiOp(x0, em.index(j))), c]))
-            for j in range(4)
-        ]
-        rows.append(_bt(em, d))
+    _, image_rows, image_columns, _ = buffer_shape(found.image) or (0, 0, 0, 0)
+    ys = _taps(em, ty, 2 * rows + 1 >= image_rows, image_rows)
+    xs = _taps(em, tx, 2 * columns + 1 >= image_columns, image_columns)
+    rows_transformed = []
+    for y in ys:
+        d = [em.emit(loop.LoadOp(found.image, [n, y, x, c])) for x in xs]
+        rows_transformed.append(_bt(em, d))
     tile = _tile(em, n, ty, tx, found)
     for b in range(4):
-        column = _bt(em, [rows[i][b] for i in range(4)])
+        column = _bt(em, [rows_transformed[i][b] for i in range(4)])
         for a in range(4):
             em.add(loop.StoreOp(column[a], v, [em.index(4 * a + b), tile, c]))
     em.add(loop.YieldOp())
     return nest
+
+
+def _taps(em: BlockBuilder, tile: SSAValue, clamp: bool, size: int) -> list[SSAValue]:
+    """The image rows (or columns) 2 tile + 0..3 a tile reads; with `clamp` (an odd
+    size: the last tile's fourth row is past the copy) the fourth at most `size` - 1."""
+    start = em.emit(arith.MuliOp(tile, em.index(2)))
+    taps = [em.emit(arith.AddiOp(start, em.index(i))) for i in range(4)]
+    if clamp:
+        taps[3] = em.emit(arith.MinSIOp(taps[3], em.index(size - 1)))
+    return taps
 
 
 def _bt(em: BlockBuilder, d: Sequence[SSAValue]) -> list[SSAValue]:
@@ -232,8 +247,8 @@ def _bt(em: BlockBuilder, d: Sequence[SSAValue]) -> list[SSAValue]:
 def _gemm_nest(found: _Winograd, v: SSAValue, m: SSAValue) -> loop.ParallelOp:
     """M[ab, tile, co] = sum over c of V[ab, tile, c] U[ab, c, co], U[ab, c, co] =
     (G g G^T)[a, b] of the filter g = weight[co, c] computed inside the product's factor."""
-    batch, out_channels, height, width = found.nest.shape
-    nest = loop.ParallelOp([16, batch * (height // 2) * (width // 2), out_channels])
+    batch, out_channels, _, _ = found.nest.shape
+    nest = loop.ParallelOp([16, batch * math.prod(_tiles(found)), out_channels])
     ab, tile, co = nest.body.block.args
     outer = BlockBuilder(nest.body.block)
     reduce = loop.ReduceOp(loop.ReduceKind.ADD, [found.channels], found.reduce.init)

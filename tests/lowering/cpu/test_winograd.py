@@ -1,8 +1,8 @@
 """loop-tile-matmul computes 3x3 convolutions at stride 1 with constant weights by
 Winograd's F(2x2, 3x3) (winograd.py): the results match the reference with epilogues
-(bias, relu, a residual), batches, non-square images and channel counts off the vector
-width, on 1 and 2 threads at both vector widths; the convolutions it does not take (odd
-sizes, stride 2, dilation 2, weights given per call, 5x5, few channels, small layers)
+(bias, relu, a residual), batches, non-square and odd-sized images and channel counts off
+the vector width, on 1 and 2 threads at both vector widths; the convolutions it does not
+take (stride 2, dilation 2, weights given per call, 5x5, few channels, small layers)
 keep the direct GEMM and match too."""
 
 from __future__ import annotations
@@ -79,6 +79,9 @@ TAKEN = {
     "1x32x16x8x8": (1, 32, 16, (8, 8), False),
     "2x32x24x6x10 residual": (2, 32, 24, (6, 10), True),
     "1x40x16x14x14": (1, 40, 16, (14, 14), False),
+    # Odd sizes: the last tiles' fourth row and column are read clamped.
+    "1x32x16x7x7": (1, 32, 16, (7, 7), False),
+    "2x32x16x5x9 residual": (2, 32, 16, (5, 9), True),
 }
 
 
@@ -97,7 +100,6 @@ def test_winograd_convolutions_match_the_reference(
 
 
 LEFT = {
-    "odd size": {"size": (7, 7)},
     "stride 2": {"size": (8, 8), "stride": 2},
     "dilation 2": {"size": (8, 8), "dilation": 2},
     "weights per call": {"size": (8, 8), "constant": False},
