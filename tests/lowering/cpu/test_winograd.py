@@ -141,3 +141,23 @@ def test_the_gemm_packs_the_transformed_weights_once(monkeypatch: Any) -> None:
     upstream = lower_to(parse_text(text, "conv"), Stage.UPSTREAM, CompileOptions(threads=1))
     assert "memref<16x16x32xf32>" in upstream  # V and M: 16 x (4 x 4 tiles) x 32
     assert upstream.count("scf.if") >= 1
+
+
+def test_a_kernel_returning_the_convolution_and_its_relu_matches(monkeypatch: Any) -> None:
+    """A convolution whose kernel stores two results (the biased convolution and its
+    relu, both returned) keeps both stores in the output nest: they are not moved through
+    the transposes (one store only), and both match the reference."""
+    counts = _taken(monkeypatch)
+    x, w, y, b = _t(1, 32, 8, 8), _t(16, 32, 3, 3), _t(1, 16, 8, 8), _t(16, 1, 1)
+    weights = np.random.default_rng(4).standard_normal((16, 32, 3, 3)).astype(np.float32)
+    text = f"""
+func.func @main(%x: {x}, %b: {b}) -> ({y}, {y}) {{
+  %w = graph.constant dense<"0x{weights.tobytes().hex().upper()}"> : {w}
+  %0 = graph.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] dilations = [1, 1] groups = 1 : ({x}, {w}) -> {y}
+  %1 = graph.add %0, %b : ({y}, {b}) -> {y}
+  %2 = graph.relu %1 : {y}
+  func.return %1, %2 : {y}, {y}
+}}
+"""
+    compile_and_compare(parse_text(text, "conv"), options=CompileOptions(threads=2, lanes=16))
+    assert sum(counts) == 1
