@@ -49,9 +49,10 @@ from graphfuse.lowering.cpu.nest_indices import buffer_shape, constant, own_inde
 from graphfuse.lowering.loop_to_upstream.loop_indexing import inside
 
 MIN_MACS = 1 << 21
-"""Convolutions of fewer multiply-adds (batch included) keep the direct GEMM: their three
-nests' fixed costs eat the gain (2 threads: 64 -> 64 on 8x8, 2.4 M, 15 against 17 us;
-32 -> 32 on 8x8, 0.6 M, 9 against 10)."""
+"""Convolutions of fewer multiply-adds (batch included) keep the direct GEMM: below it
+the gain is a microsecond or less, not worth two more scratch buffers and three nests
+(2 threads: 64 -> 64 on 8x8, 2.4 M, 15 against 17 us; 32 -> 32 on 8x8, 0.6 M, 9 against
+10)."""
 MIN_CHANNELS = 32
 """Input channels (the 16 GEMMs' K) of at least this many: with 16 the transforms cost as
 much as the multiply-adds saved (16 -> 16 on 56x56: 52 against 51 us; on 112x112 188

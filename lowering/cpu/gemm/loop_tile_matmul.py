@@ -16,8 +16,10 @@ a fill and an interior copy (padded_copies.py), pools split down the rows then a
 columns (separable_pools.py), gathered columns read from a pass over the rows
 (separable_gathers.py), depthwise convolutions vectorised across channels (depthwise.py),
 padded copies run plane by plane with their reader (image_copies.py) and stored in column
-phases for a strided reader (strided_phases.py), and transposing copies by register
-transposes (transposed_copies.py).
+phases for a strided reader (strided_phases.py), transposing copies by register
+transposes (transposed_copies.py), and 3x3 convolutions at stride 1 with constant weights
+turned into Winograd's transforms around 16 GEMMs (winograd.py), which this pass then
+tiles like any other. Threaded tasks are cut for the compiled team (task_balance.py).
 """
 
 from __future__ import annotations

@@ -9,13 +9,13 @@ from typing import Any
 from graphfuse.lowering.cpu.gemm import loop_tile_matmul
 
 
-def record_returns(monkeypatch: Any, name: str, rewrite: Callable[[Any], int]) -> list[int]:
+def record_returns(monkeypatch: Any, name: str, rewrite: Callable[..., int]) -> list[int]:
     """Replaces loop_tile_matmul's `name` (which is `rewrite`) by a wrapper that records
     what it returns for each kernel, in a list the caller reads after compiling."""
     returned: list[int] = []
 
-    def record(kernel: Any) -> int:
-        returned.append(rewrite(kernel))
+    def record(*args: Any) -> int:
+        returned.append(rewrite(*args))
         return returned[-1]
 
     monkeypatch.setattr(loop_tile_matmul, name, record)

@@ -10,37 +10,11 @@ from typing import Any
 import pytest
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
-from graphfuse.lowering.cpu.gemm import loop_tile_matmul, tile_plan
+from graphfuse.lowering.cpu.gemm import tile_plan
 from graphfuse.lowering.cpu.gemm.task_balance import finish, task_costs
 from graphfuse.parsing import parse_text
 from graphfuse.testing.compare import compile_and_compare
-
-
-def _t(*shape: int) -> str:
-    return f"tensor<{'x'.join(map(str, shape))}xf32>"
-
-
-def _matmul_bias(m: int, k: int, n: int) -> str:
-    a, b, c, bias = _t(m, k), _t(k, n), _t(m, n), _t(n)
-    return f"""
-func.func @main(%a: {a}, %b: {b}, %bias: {bias}) -> {c} {{
-  %0 = graph.matmul %a, %b : ({a}, {b}) -> {c}
-  %1 = graph.add %0, %bias : ({c}, {bias}) -> {c}
-  func.return %1 : {c}
-}}
-"""
-
-
-def _plans(monkeypatch: Any) -> list[tile_plan.TilePlan]:
-    plans: list[tile_plan.TilePlan] = []
-    planned = tile_plan.plan_tiling
-
-    def record(*args: Any) -> tile_plan.TilePlan:
-        plans.append(planned(*args))
-        return plans[-1]
-
-    monkeypatch.setattr(loop_tile_matmul, "plan_tiling", record)
-    return plans
+from tests.lowering.cpu.test_matmul_tiling import _matmul_bias_relu, _plans
 
 
 def test_the_guided_schedule_is_simulated_as_the_runtime_hands_out_tasks() -> None:
@@ -65,7 +39,7 @@ def test_equal_tasks_are_cut_for_the_team(workers: int, tasks: int, monkeypatch:
     9; 2 and 4 get the fewest tasks past 9 that they divide. Without the balance the plan
     is the old one."""
     plans = _plans(monkeypatch)
-    text = _matmul_bias(1500, 1536, 384)
+    text = _matmul_bias_relu((), 1500, 1536, 384, True)
     lower_to(parse_text(text, "mm"), Stage.UPSTREAM, CompileOptions(threads=workers, lanes=16))
     monkeypatch.setattr(tile_plan, "BALANCE_GAIN", 2.0)
     lower_to(parse_text(text, "mm"), Stage.UPSTREAM, CompileOptions(threads=workers, lanes=16))
@@ -93,7 +67,7 @@ def test_cut_tasks_match_the_reference(case: str, threads: int, monkeypatch: Any
     the reference's results, with row tails and narrow last panels."""
     monkeypatch.setattr(tile_plan, "MIN_THREADED_MACS", 0)
     plans = _plans(monkeypatch)
-    text = _matmul_bias(*CASES[case])
+    text = _matmul_bias_relu((), *CASES[case], True)
     options = CompileOptions(threads=threads, lanes=16)
     compile_and_compare(parse_text(text, "mm"), options=options)
     monkeypatch.setattr(tile_plan, "BALANCE_GAIN", 2.0)

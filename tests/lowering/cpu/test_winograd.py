@@ -14,13 +14,10 @@ import pytest
 
 from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.lowering.cpu import winograd
-from graphfuse.lowering.cpu.gemm import loop_tile_matmul
 from graphfuse.parsing import parse_text
 from graphfuse.testing.compare import compile_and_compare
-
-
-def _t(*shape: int) -> str:
-    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+from tests.lowering.cpu.recorded import record_returns
+from tests.lowering.cpu.test_matmul_tiling import _t
 
 
 def _conv(
@@ -62,17 +59,10 @@ func.func @main({arguments}) -> {y} {{
 
 
 def _taken(monkeypatch: Any) -> list[int]:
-    """How many convolutions each kernel loop-tile-matmul lowers from here on took."""
-    counts: list[int] = []
-    rewrite = winograd.winograd_convolutions
-
-    def record(*args: Any) -> int:
-        counts.append(rewrite(*args))
-        return counts[-1]
-
-    monkeypatch.setattr(loop_tile_matmul, "winograd_convolutions", record)
+    """How many convolutions each kernel loop-tile-matmul lowers from here on took, with
+    no threshold of multiply-adds."""
     monkeypatch.setattr(winograd, "MIN_MACS", 0)
-    return counts
+    return record_returns(monkeypatch, "winograd_convolutions", winograd.winograd_convolutions)
 
 
 TAKEN = {
