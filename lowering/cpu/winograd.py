@@ -176,7 +176,7 @@ def _rewrite(found: _Winograd, threads: bool) -> None:
     parent = nest.parent_block()
     assert isinstance(kernel, loop.KernelOp) and parent is not None
     entry = kernel.body.block
-    batch, out_channels, height, width = nest.shape
+    batch, out_channels, _, _ = nest.shape
     tiles = batch * math.prod(_tiles(found))
     v = entry.insert_arg(MemRefType(f32, [16, tiles, found.channels]), len(entry.args))
     m = entry.insert_arg(MemRefType(f32, [16, tiles, out_channels]), len(entry.args))
@@ -212,7 +212,7 @@ def _input_nest(found: _Winograd, v: SSAValue) -> loop.ParallelOp:
     _, image_rows, image_columns, _ = buffer_shape(found.image) or (0, 0, 0, 0)
     ys = _taps(em, ty, 2 * rows + 1 >= image_rows, image_rows)
     xs = _taps(em, tx, 2 * columns + 1 >= image_columns, image_columns)
-    rows_transformed = []
+    rows_transformed: list[list[SSAValue]] = []
     for y in ys:
         d = [em.emit(loop.LoadOp(found.image, [n, y, x, c])) for x in xs]
         rows_transformed.append(_bt(em, d))
@@ -258,7 +258,7 @@ def _gemm_nest(found: _Winograd, v: SSAValue, m: SSAValue) -> loop.ParallelOp:
     transformed = em.emit(loop.LoadOp(v, [ab, tile, c]))
     a_row = _g_row(em, em.emit(arith.DivUIOp(ab, em.index(4))))
     b_row = _g_row(em, em.emit(arith.RemUIOp(ab, em.index(4))))
-    terms = []
+    terms: list[SSAValue] = []
     for i in range(3):
         for j in range(3):
             tap = em.emit(loop.LoadOp(found.weight, [co, c, em.index(i), em.index(j)]))
@@ -276,7 +276,7 @@ def _gemm_nest(found: _Winograd, v: SSAValue, m: SSAValue) -> loop.ParallelOp:
 
 def _g_row(em: BlockBuilder, row: SSAValue) -> list[SSAValue]:
     """The 3 entries of row `row` (an index 0-3) of G, chosen by selects."""
-    entries = []
+    entries: list[SSAValue] = []
     for k in range(3):
         value = em.constant(_G[3][k], f32)
         for r in (2, 1, 0):
@@ -294,7 +294,7 @@ def _output_nest(found: _Winograd, m: SSAValue) -> loop.ParallelOp:
     block = nest.body.block
     em = BlockBuilder(block)
     n, y, x, co = block.args
-    places = []
+    places: list[tuple[SSAValue, SSAValue, SSAValue]] = []
     for index in (y, x):
         half = em.emit(arith.DivUIOp(index, em.index(2)))
         place = em.emit(arith.RemUIOp(index, em.index(2)))
@@ -303,9 +303,9 @@ def _output_nest(found: _Winograd, m: SSAValue) -> loop.ParallelOp:
         places.append((half, place, sign))
     (ty, u, sign_u), (tx, w, sign_w) = places
     tile = _tile(em, n, ty, tx, found)
-    rows = []
+    rows: list[SSAValue] = []
     for a in range(3):
-        entries = []
+        entries: list[SSAValue] = []
         for b in range(3):
             row = em.emit(arith.AddiOp(u, em.index(a)))
             column = em.emit(arith.AddiOp(w, em.index(b)))
