@@ -189,7 +189,7 @@ def _rewrite(found: _Winograd, threads: bool) -> None:
 
 
 def _tile(em: BlockBuilder, n: SSAValue, ty: SSAValue, tx: SSAValue, found: _Winograd) -> SSAValue:
-    """The tile's row in V and M: (n H/2 + ty) W/2 + tx."""
+    """The tile's row in V and M: (n ceil(H/2) + ty) ceil(W/2) + tx."""
     rows, columns = _tiles(found)
     row = em.emit(arith.AddiOp(em.emit(arith.MuliOp(n, em.index(rows))), ty))
     return em.emit(arith.AddiOp(em.emit(arith.MuliOp(row, em.index(columns))), tx))
