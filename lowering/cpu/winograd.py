@@ -45,6 +45,7 @@ from xdsl.ir import SSAValue
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop.emitter import BlockBuilder
 from graphfuse.lowering.cpu.channels_last_stores import store_through_transposes
+from graphfuse.lowering.cpu.gemm.contractions import summed_product
 from graphfuse.lowering.cpu.nest_indices import buffer_shape, constant, own_index
 from graphfuse.lowering.loop_to_upstream.loop_indexing import inside
 
@@ -148,15 +149,13 @@ def _factors(reduce: loop.ReduceOp) -> tuple[loop.LoadOp, loop.LoadOp] | None:
     """The two loads whose product the reduction sums, when its body is that product of
     two loads at index sums of its own and the nest's indices."""
     ops = list(reduce.body.block.ops)
-    end = ops[-1]
-    assert isinstance(end, loop.YieldOp)
-    product = end.values[0].owner
-    if not isinstance(product, arith.MulfOp):
+    product = summed_product(reduce)
+    if product is None:
         return None
     loads = [v.owner for v in product.operands]
     if not all(isinstance(op, loop.LoadOp) for op in loads):
         return None
-    rest = [op for op in ops if op not in (*loads, product, end)]
+    rest = [op for op in ops[:-1] if op not in (*loads, product)]
     if any(not isinstance(op, arith.AddiOp) for op in rest):
         return None
     first, second = loads

@@ -137,22 +137,28 @@ def _reduce_of(nest: loop.ParallelOp) -> loop.ReduceOp | None:
     return reduce if ok else None
 
 
+def summed_product(reduce: loop.ReduceOp) -> arith.MulfOp | None:
+    """The product a reduction's body yields, if it yields one."""
+    end = reduce.body.block.last_op
+    assert isinstance(end, loop.YieldOp)
+    product = end.values[0].owner
+    return product if isinstance(product, arith.MulfOp) else None
+
+
 def match_contraction(nest: loop.ParallelOp) -> Contraction | None:
     """The GEMM in `nest`, if it has the shape this pass tiles."""
     reduce = _reduce_of(nest)
     if reduce is None or not worth_tiling(math.prod(nest.shape), math.prod(reduce.shape)):
         return None
     body = list(reduce.body.block.ops)
-    end = body[-1]
-    assert isinstance(end, loop.YieldOp)
-    product = end.values[0].owner
-    if not isinstance(product, arith.MulfOp):
+    product = summed_product(reduce)
+    if product is None:
         return None
     first, second = (factor(v, nest) for v in product.operands)
     if first is None or second is None:
         return None
     a, b = first, second
-    used = {product, end, *a.chain, *b.chain}
+    used = {product, body[-1], *a.chain, *b.chain}
     if any(op not in used for op in body):
         return None
     args = nest.body.block.args
