@@ -206,6 +206,16 @@ def _conv2d(builder: ElementBuilder, op: graph.Conv2dOp, index: tuple[Index, ...
             return _multiply(em, x, builder.value_at(op.weight, (co, c, i, j)))
 
         return _accumulate(em, loop.ReduceKind.ADD, [group_channels, kh, kw], typ, on_rows)
+    points = builder.copy_of(op.input, "nchw_subsampled", strides=(sh, sw))
+    if points is not None:
+        # A strided 1x1 convolution on the points it reads, copied out: a GEMM whose
+        # columns (y, x) are contiguous, as at stride 1.
+        def on_points(taps: tuple[Index, ...]) -> SSAValue:
+            c, i, j = taps
+            x = builder.load(points, (n, em.iadd(group_base, c), oh, ow))
+            return _multiply(em, x, builder.value_at(op.weight, (co, c, i, j)))
+
+        return _accumulate(em, loop.ReduceKind.ADD, [group_channels, kh, kw], typ, on_points)
     padded = builder.copy_of(op.input, "nhwc_padded", op.padding.get_values())
     weights = builder.copy_of(op.weight, "ohwi")
     if padded is not None:

@@ -190,9 +190,13 @@ class ElementBuilder:
         return em.emit(arith.SelectOp(inside, loaded, fill))
 
     def copy_of(
-        self, value: SSAValue, layout: str, padding: Sequence[int] = (0, 0, 0, 0)
+        self,
+        value: SSAValue,
+        layout: str,
+        padding: Sequence[int] = (0, 0, 0, 0),
+        strides: Sequence[int] = (1, 1),
     ) -> SSAValue | None:
         """The buffer holding `value` copied into `layout` (see operand_layouts), if the
         kernel made that copy."""
-        position = copy_for(self.copies, value, layout, tuple(padding))
+        position = copy_for(self.copies, value, layout, tuple(padding), tuple(strides))
         return None if position is None else self.copy_buffers[position]

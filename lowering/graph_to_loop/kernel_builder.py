@@ -206,6 +206,11 @@ class KernelBuilder:
                 # Only padded rows and columns fall outside the input.
                 checked = (False, False, top + bottom > 0, left + right > 0)
                 value = self.elements.guarded(copy.value, shifted, zero, checked)
+            elif copy.layout == "nchw_subsampled":
+                n, c, h, w = source
+                rows, columns = copy.strides
+                at = (n, c, em.imul(h, rows), em.imul(w, columns))
+                value = self.elements.value_at(copy.value, at)
             else:
                 value = self.elements.value_at(copy.value, source)
             indices = [em.index_value(i) for i in index]

@@ -28,11 +28,13 @@ from graphfuse.dialects.loop.emitter import Index
 
 @dataclass(frozen=True)
 class OperandCopy:
-    """One operand copied into `layout`; `padding` is (top, left, bottom, right)."""
+    """One operand copied into `layout`; `padding` is (top, left, bottom, right),
+    `strides` (rows, columns) those of a subsampled copy."""
 
     value: SSAValue
     layout: str
     padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    strides: tuple[int, int] = (1, 1)
 
     @property
     def source_shape(self) -> tuple[int, ...]:
@@ -49,6 +51,9 @@ class OperandCopy:
         if self.layout == "nchw_padded":
             top, left, bottom, right = self.padding
             return (s[0], s[1], s[2] + top + bottom, s[3] + left + right)
+        if self.layout == "nchw_subsampled":
+            rows, columns = self.strides
+            return (s[0], s[1], -(-s[2] // rows), -(-s[3] // columns))
         assert self.layout == "ohwi"
         return (s[0], s[2], s[3], s[1])
 
@@ -57,10 +62,11 @@ class OperandCopy:
 
     def source_index(self, index: Sequence[Index]) -> tuple[Index, ...]:
         """Where copy element `index` comes from (for the padded layouts, before removing
-        the padding offset: the caller subtracts it and guards)."""
+        the padding offset: the caller subtracts it and guards; for the subsampled one,
+        before scaling by the strides: the caller multiplies)."""
         if self.layout == "transposed":
             return (*index[:-2], index[-1], index[-2])
-        if self.layout == "nchw_padded":
+        if self.layout in ("nchw_padded", "nchw_subsampled"):
             return tuple(index)
         n, h, w, c = index
         if self.layout == "nhwc_padded":
@@ -104,6 +110,18 @@ def _pointwise(op: graph.Conv2dOp) -> bool:
     )
 
 
+def _subsampled(op: graph.Conv2dOp) -> bool:
+    """A 1x1 convolution with a stride past 1 and no padding (ResNet's downsampling
+    shortcut): it reads one input point in stride x stride, and the points it reads,
+    copied out, make it a 1x1 convolution at stride 1 (`_pointwise`)."""
+    kh, kw = tensor_type_of(op.weight).get_shape()[2:]
+    return (
+        (kh, kw) == (1, 1)
+        and set(op.strides.get_values()) != {1}
+        and not any(op.padding.get_values())
+    )
+
+
 def _depthwise(op: graph.Conv2dOp) -> bool:
     return op.groups.value.data > 1 and tensor_type_of(op.weight).get_shape()[1] == 1
 
@@ -119,7 +137,12 @@ def _conv_copies(op: graph.Conv2dOp) -> list[OperandCopy]:
         if _is_input(op.input) and _is_input(op.weight):
             return [padded, OperandCopy(op.weight, "ohwi")]
         return []
-    return [] if _pointwise(op) or not _is_input(op.input) else [padded]
+    if _pointwise(op) or not _is_input(op.input):
+        return []
+    if _subsampled(op):
+        rows, columns = op.strides.get_values()
+        return [OperandCopy(op.input, "nchw_subsampled", strides=(rows, columns))]
+    return [padded]
 
 
 def _copies_of(op: Operation) -> list[OperandCopy]:
@@ -130,7 +153,10 @@ def _copies_of(op: Operation) -> list[OperandCopy]:
     - conv2d input `[N, C, H, W]` -> `[N, H + pad, W + pad, C]` (NHWC with the zero
       padding written out, so the sum needs no bounds test), except for convolutions
       loop-tile-matmul computes that are 1x1, stride 1, unpadded (NCHW packs as well,
-      along rows of x);
+      along rows of x), and 1x1 unpadded ones at a larger stride, whose input is copied
+      NCHW with only the points they read, `[N, C, ceil(H / s), ceil(W / s)]`
+      (nchw_subsampled: a strided 1x1 convolution 256 -> 512 from 56x56 took 498 us
+      from the NHWC copy, the same GEMM at stride 1 on 28x28 421 us);
     - conv2d weight `[O, C/g, KH, KW]` -> `[O, KH, KW, C/g]`, for convolutions
       loop-tile-matmul does not compute (grouped, tiny, not f32). It packs the weights of
       the others from their own layout, once per compiled function when they are
@@ -176,9 +202,12 @@ def copy_for(
     value: SSAValue,
     layout: str,
     padding: tuple[int, ...] = (0, 0, 0, 0),
+    strides: tuple[int, ...] = (1, 1),
 ) -> int | None:
-    """The position of the copy of `value` in `layout` (and padding), if the kernel made one."""
+    """The position of the copy of `value` in `layout` (padding, strides), if the kernel
+    made one."""
     for position, copy in enumerate(copies):
-        if copy.value is value and copy.layout == layout and copy.padding == tuple(padding):
+        same = copy.padding == tuple(padding) and copy.strides == tuple(strides)
+        if copy.value is value and copy.layout == layout and same:
             return position
     return None
