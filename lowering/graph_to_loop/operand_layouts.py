@@ -99,27 +99,22 @@ def _tiled_conv(op: graph.Conv2dOp) -> bool:
     )
 
 
+def _unpadded_1x1(op: graph.Conv2dOp) -> bool:
+    kh, kw = tensor_type_of(op.weight).get_shape()[2:]
+    return (kh, kw) == (1, 1) and not any(op.padding.get_values())
+
+
 def _pointwise(op: graph.Conv2dOp) -> bool:
     """A 1x1 convolution with stride 1 and no padding: NCHW is already a GEMM operand
     whose columns (y, x) are contiguous."""
-    kh, kw = tensor_type_of(op.weight).get_shape()[2:]
-    return (
-        (kh, kw) == (1, 1)
-        and set(op.strides.get_values()) == {1}
-        and not any(op.padding.get_values())
-    )
+    return _unpadded_1x1(op) and set(op.strides.get_values()) == {1}
 
 
 def _subsampled(op: graph.Conv2dOp) -> bool:
     """A 1x1 convolution with a stride past 1 and no padding (ResNet's downsampling
     shortcut): it reads one input point in stride x stride, and the points it reads,
     copied out, make it a 1x1 convolution at stride 1 (`_pointwise`)."""
-    kh, kw = tensor_type_of(op.weight).get_shape()[2:]
-    return (
-        (kh, kw) == (1, 1)
-        and set(op.strides.get_values()) != {1}
-        and not any(op.padding.get_values())
-    )
+    return _unpadded_1x1(op) and set(op.strides.get_values()) != {1}
 
 
 def _depthwise(op: graph.Conv2dOp) -> bool:

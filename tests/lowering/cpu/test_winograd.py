@@ -17,7 +17,7 @@ from graphfuse.lowering.cpu import winograd
 from graphfuse.parsing import parse_text
 from graphfuse.testing.compare import compile_and_compare
 from tests.lowering.cpu.recorded import record_returns
-from tests.lowering.cpu.test_matmul_tiling import _t
+from tests.lowering.cpu.test_matmul_tiling import _plans, _t
 
 
 def _conv(
@@ -124,13 +124,17 @@ def test_few_channels_and_small_layers_keep_the_direct_gemm(monkeypatch: Any) ->
 
 def test_the_gemm_packs_the_transformed_weights_once(monkeypatch: Any) -> None:
     """The 16 GEMMs read V in place as A and pack U (computed from the constant weights)
-    on the first call only: the upstream IR has the first-call guard around the packing,
-    and the input and output transforms' nests."""
+    as a constant B, on the first call only: the plan loop-tile-matmul makes for them
+    says so, over 16 batch points of 16 tiles, K = 32 input channels, N = 32 output
+    channels, and the upstream IR holds V and M."""
     _taken(monkeypatch)
+    plans = _plans(monkeypatch)
     text = _conv(1, 32, 32, (8, 8))
     upstream = lower_to(parse_text(text, "conv"), Stage.UPSTREAM, CompileOptions(threads=1))
     assert "memref<16x16x32xf32>" in upstream  # V and M: 16 x (4 x 4 tiles) x 32
-    assert upstream.count("scf.if") >= 1
+    (plan,) = plans
+    assert (plan.points, plan.found.m, plan.found.k, plan.found.n) == (16, 16, 32, 32)
+    assert plan.a_in_place is not None and plan.b_constant and plan.b_batched
 
 
 def test_a_kernel_returning_the_convolution_and_its_relu_matches(monkeypatch: Any) -> None:
