@@ -102,6 +102,18 @@ def _worth_threads(op: Operation, min_work: int) -> bool:
     )
 
 
+def _parallel_dims(bounds: Sequence[int], body: Block) -> int:
+    """How many leading dims of a threaded nest run as scf.parallel: all but the
+    innermost, which stays a plain loop for the vectoriser; all of them where those are
+    all of extent 1 and each point runs loops of its own (a global pool's [1, C] nest
+    over a reduction: one task on one thread otherwise; 1280 x 7 x 7 took 19 us, 14 on
+    2 threads). An elementwise [1, N] nest keeps its vector loop."""
+    nested = any(isinstance(op, scf.ForOp | loop.ReduceOp | loop.ParallelOp) for op in body.ops)
+    if len(bounds) > 1 and math.prod(bounds[:-1]) == 1 and nested:
+        return len(bounds)
+    return max(len(bounds) - 1, 1)
+
+
 def _lower_nest(
     op: loop.ParallelOp | loop.ReduceOp,
     bounds: Sequence[int],
@@ -117,7 +129,7 @@ def _lower_nest(
     outer: Operation | None = None
     level = before
     induction: list[SSAValue] = []
-    n_parallel = max(len(bounds) - 1, 1) if threaded else 0
+    n_parallel = _parallel_dims(bounds, op.body.block) if threaded else 0
     if n_parallel:
         uppers = [before.index(b) for b in bounds[:n_parallel]]
         par_block = Block(arg_types=[IndexType()] * n_parallel)
