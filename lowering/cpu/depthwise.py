@@ -84,7 +84,7 @@ def match_depthwise(nest: loop.ParallelOp, lanes: int) -> _Depthwise | None:
     taps = reduce.shape[0] * reduce.shape[1] * reduce.shape[2]
     if reduce.shape[0] != 1 or taps > _MAX_TAPS or inside(reduce.init, nest):
         return None
-    loads = _loads(nest, reduce)
+    loads = depthwise_loads(nest, reduce)
     if loads is None:
         return None
     image, weight = loads
@@ -92,7 +92,9 @@ def match_depthwise(nest: loop.ParallelOp, lanes: int) -> _Depthwise | None:
     return _Depthwise(nest, reduce, image, weight) if worth else None
 
 
-def _loads(nest: loop.ParallelOp, reduce: loop.ReduceOp) -> tuple[loop.LoadOp, loop.LoadOp] | None:
+def depthwise_loads(
+    nest: loop.ParallelOp, reduce: loop.ReduceOp
+) -> tuple[loop.LoadOp, loop.LoadOp] | None:
     """The reduction's image and weight loads, if it reads exactly those two."""
     body = list(reduce.body.block.ops)
     loads = [op for op in body if isinstance(op, loop.LoadOp)]

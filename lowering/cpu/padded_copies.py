@@ -92,7 +92,8 @@ def _clamps(nest: loop.ParallelOp, load: loop.LoadOp) -> dict[int, _Clamp] | Non
     return clamps
 
 
-def _match(nest: loop.ParallelOp) -> _PaddedCopy | None:
+def match_padded_copy(nest: loop.ParallelOp) -> _PaddedCopy | None:
+    """The padded copy `nest` makes (see the module's doc), or None."""
     body = list(nest.body.block.ops)
     loads = [op for op in body if isinstance(op, loop.LoadOp)]
     stores = [op for op in body if isinstance(op, loop.StoreOp)]
@@ -200,7 +201,7 @@ def _interior(found: _PaddedCopy) -> loop.ParallelOp:
 def split_padded_copies(kernel: loop.KernelOp) -> None:
     """Rewrites every top-level padded-copy nest of `kernel` (see the module's doc)."""
     for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:
-        found = _match(nest)
+        found = match_padded_copy(nest)
         if found is None:
             continue
         parent = nest.parent_block()

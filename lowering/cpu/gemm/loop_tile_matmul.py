@@ -11,8 +11,10 @@ panels (operand_packing.py) and the output computed in MR x NR register tiles by
 scratch buffers the caller allocates once; an operand that reads only constants (a model's
 weights) is packed on the first call only. Nests contractions.py does not take, and those
 too small to be worth tiling, are left for convert-loop-to-upstream. Before the GEMMs the
-pass runs the CPU rewrites of other nests, in order: zero-padded operand copies split into
-a fill and an interior copy (padded_copies.py), pools split down the rows then along the
+pass runs the CPU rewrites of other nests, in order: depthwise convolutions at stride 2,
+or on rows of several vectors, computed from the input rows in registers without their
+padded copy (depthwise_rows.py), zero-padded operand copies split into a fill and an
+interior copy (padded_copies.py), pools split down the rows then along the
 columns (separable_pools.py), gathered columns read from a pass over the rows
 (separable_gathers.py), depthwise convolutions vectorised across channels (depthwise.py),
 padded copies run plane by plane with their reader (image_copies.py) and stored in column
@@ -40,6 +42,7 @@ from graphfuse.dialects import loop
 from graphfuse.dialects.loop import abi
 from graphfuse.dialects.loop.calls import constant_arguments
 from graphfuse.lowering.cpu.depthwise import vectorise_depthwise
+from graphfuse.lowering.cpu.depthwise_rows import depthwise_rows
 from graphfuse.lowering.cpu.first_call import keep_between_calls, on_first_call
 from graphfuse.lowering.cpu.gemm.contractions import (
     Contraction,
@@ -135,6 +138,7 @@ class LoopTileMatmulPass(ModulePass):
             before = len(kernel.body.block.args)
             positions = constants.get(kernel.sym_name.data, set())
             split_reductions(kernel)
+            depthwise_rows(kernel, self.lanes, self.threads)
             split_padded_copies(kernel)
             separate_pools(kernel)
             separate_gathers(kernel)

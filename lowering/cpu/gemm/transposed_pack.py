@@ -125,7 +125,7 @@ def transposed_block(
         builder.add(vector.StoreOp(values, target, list(column(j))))
 
 
-def _mask(values: Sequence[int]) -> DenseArrayBase[I64]:
+def shuffle_mask(values: Sequence[int]) -> DenseArrayBase[I64]:
     return DenseArrayBase.from_list(i64, list(values))
 
 
@@ -134,7 +134,7 @@ def transpose8(add: Callable[[Operation], SSAValue], rows: Sequence[SSAValue]) -
     typ = VectorType(f32, [BLOCK])
 
     def shuffle(a: SSAValue, b: SSAValue, mask: Sequence[int]) -> SSAValue:
-        return add(vector.ShuffleOp(a, b, _mask(mask), result_type=typ))
+        return add(vector.ShuffleOp(a, b, shuffle_mask(mask), result_type=typ))
 
     # Interleave pairs of rows (unpcklps / unpckhps within each 128-bit half).
     low = [shuffle(rows[r], rows[r + 1], (0, 8, 1, 9, 4, 12, 5, 13)) for r in range(0, 8, 2)]

@@ -18,10 +18,12 @@ from graphfuse.parsing import parse_text
 from graphfuse.runtime.llvm_lowering import mark_own_arguments
 from graphfuse.testing.compare import compile_and_compare
 
-DEPTHWISE = """func.func @main(%x: tensor<1x32x28x28xf32>, %w: tensor<32x1x3x3xf32>) -> tensor<1x32x28x28xf32> {
-  %y = graph.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] groups = 32 : (tensor<1x32x28x28xf32>, tensor<32x1x3x3xf32>) -> tensor<1x32x28x28xf32>
-  %r = graph.relu %y : tensor<1x32x28x28xf32>
-  func.return %r : tensor<1x32x28x28xf32>
+# 7-wide rows: one vector at 8 or 16 lanes, so the padded-copy path with its scalar loops
+# (depthwise_rows.py leaves it), which LLVM vectorises only where the accesses do not alias.
+DEPTHWISE = """func.func @main(%x: tensor<1x96x7x7xf32>, %w: tensor<96x1x3x3xf32>) -> tensor<1x96x7x7xf32> {
+  %y = graph.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] groups = 96 : (tensor<1x96x7x7xf32>, tensor<96x1x3x3xf32>) -> tensor<1x96x7x7xf32>
+  %r = graph.relu %y : tensor<1x96x7x7xf32>
+  func.return %r : tensor<1x96x7x7xf32>
 }
 """
 

@@ -1,0 +1,141 @@
+"""Depthwise 3x3 and 5x5 convolutions at stride 1 and 2 computed from the input rows in
+registers (lowering/cpu/depthwise_rows.py): the results match the reference with
+epilogues (bias and relu6, SiLU, a residual and GELU), batches, odd and non-square images,
+padding before the image of 0 to K // 2 and after it of any size, on 1 and 2 threads at
+both vector widths; the padded copy is no longer written; the convolutions it leaves
+(one-vector rows at stride 1, rows of a quarter of a vector, 7x7 taps, rows past
+MAX_VECTORS) keep their paths and match too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from graphfuse import pipelines
+from graphfuse.compiler import CompileOptions, Stage, lower
+from graphfuse.dialects import loop
+from graphfuse.lowering.cpu import depthwise_rows
+from graphfuse.parsing import parse_text
+from graphfuse.testing.compare import compile_and_compare
+from tests.lowering.cpu.recorded import record_returns
+
+
+def _t(*shape: int) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+
+
+def _conv(
+    batch: int,
+    channels: int,
+    size: tuple[int, int],
+    kernel: int,
+    stride: int,
+    pads: tuple[int, int, int, int],
+    epilogue: str,
+) -> str:
+    """A depthwise convolution (pads: top, left, bottom, right) with a per-channel bias
+    and an epilogue: 'relu6', 'silu', or 'residual' (+ the input, GELU; needs the output's
+    shape to be the input's)."""
+    height, width = size
+    oh = (height + pads[0] + pads[2] - kernel) // stride + 1
+    ow = (width + pads[1] + pads[3] - kernel) // stride + 1
+    x, w = _t(batch, channels, height, width), _t(channels, 1, kernel, kernel)
+    b, y = _t(1, channels, 1, 1), _t(batch, channels, oh, ow)
+    lines = [
+        f"  %0 = graph.conv2d %x, %w strides = [{stride}, {stride}] padding = {list(pads)} "
+        f"groups = {channels} : ({x}, {w}) -> {y}",
+        f"  %1 = graph.add %0, %b : ({y}, {b}) -> {y}",
+    ]
+    if epilogue == "relu6":
+        lines += [
+            "  %z = graph.constant dense<0.0> : tensor<f32>",
+            "  %s = graph.constant dense<6.0> : tensor<f32>",
+            f"  %2 = graph.max %1, %z : ({y}, tensor<f32>) -> {y}",
+            f"  %r = graph.min %2, %s : ({y}, tensor<f32>) -> {y}",
+        ]
+    elif epilogue == "silu":
+        lines += [f"  %2 = graph.sigmoid %1 : {y}", f"  %r = graph.mul %1, %2 : ({y}, {y}) -> {y}"]
+    else:
+        lines += [f"  %2 = graph.add %1, %x : ({y}, {x}) -> {y}", f"  %r = graph.gelu %2 : {y}"]
+    body = "\n".join(lines)
+    return f"""
+func.func @main(%x: {x}, %w: {w}, %b: {b}) -> {y} {{
+{body}
+  func.return %r : {y}
+}}
+"""
+
+
+TAKEN = {
+    "3x3/2 batch 2, two vectors": (2, 24, (40, 40), 3, 2, (1, 1, 1, 1), "relu6"),
+    "3x3/2 odd, not square": (1, 16, (41, 37), 3, 2, (1, 1, 1, 1), "relu6"),
+    "3x3/2 'same' (0, 0, 1, 1)": (1, 16, (64, 64), 3, 2, (0, 0, 1, 1), "relu6"),
+    "3x3/2 no padding": (1, 8, (35, 35), 3, 2, (0, 0, 0, 0), "silu"),
+    "5x5/2": (1, 16, (36, 38), 5, 2, (2, 2, 2, 2), "silu"),
+    "3x3/1 residual": (1, 16, (30, 30), 3, 1, (1, 1, 1, 1), "residual"),
+    "5x5/1 batch 2, not square": (2, 8, (20, 34), 5, 1, (2, 2, 2, 2), "relu6"),
+    "3x3/1 padding after only": (1, 8, (33, 33), 3, 1, (0, 0, 2, 2), "relu6"),
+}
+
+
+def _taken(monkeypatch: Any) -> list[int]:
+    return record_returns(monkeypatch, "depthwise_rows", depthwise_rows.depthwise_rows)
+
+
+@pytest.mark.parametrize(("threads", "lanes"), [(2, 16), (1, 8)])
+@pytest.mark.parametrize("case", list(TAKEN))
+def test_depthwise_rows_match_the_reference(
+    case: str, threads: int, lanes: int, monkeypatch: Any
+) -> None:
+    counts = _taken(monkeypatch)
+    text = _conv(*TAKEN[case])  # type: ignore[arg-type]
+    compile_and_compare(
+        parse_text(text, "dw"), options=CompileOptions(threads=threads, lanes=lanes)
+    )
+    assert sum(counts) == 1
+
+
+def _tiled(text: str, lanes: int) -> loop.KernelOp:
+    module = parse_text(text, "dw")
+    lower(module, Stage.LOOP, CompileOptions())
+    pipelines.run(pipelines.spec("loop-tile-matmul", lanes=lanes), module)
+    (kernel,) = [k for k in module.walk() if isinstance(k, loop.KernelOp)]
+    return kernel
+
+
+def test_the_padded_copy_is_not_written() -> None:
+    """The kernel keeps its padded buffer as an argument but stores nothing there; it
+    splits each pair of input vectors by two shuffles into even and odd columns (stride
+    2), and the reduction is gone."""
+    kernel = _tiled(_conv(1, 16, (40, 40), 3, 2, (1, 1, 1, 1), "relu6"), 16)
+    padded = [a for a in kernel.body.block.args if a.type.get_shape() == (1, 16, 42, 42)]
+    assert len(padded) == 1 and not padded[0].uses
+    assert not any(isinstance(op, loop.ReduceOp) for op in kernel.walk())
+    assert sum(op.name == "vector.shuffle" for op in kernel.walk()) > 0
+
+
+LEFT = {
+    "3x3/1 one-vector rows": ((1, 16, (14, 14), 3, 1, (1, 1, 1, 1), "relu6"), 16),
+    "3x3/2 rows of a quarter vector": ((1, 16, (8, 8), 3, 2, (1, 1, 1, 1), "relu6"), 16),
+    "7x7 taps": ((1, 16, (20, 20), 7, 1, (3, 3, 3, 3), "silu"), 16),
+    "rows past MAX_VECTORS": ((1, 8, (136, 136), 3, 1, (1, 1, 1, 1), "relu6"), 16),
+    "3x3/2 padding 2 before": ((1, 16, (40, 40), 3, 2, (2, 2, 0, 0), "relu6"), 16),
+}
+
+
+@pytest.mark.parametrize("case", list(LEFT))
+def test_other_depthwise_convolutions_keep_their_paths(case: str, monkeypatch: Any) -> None:
+    counts = _taken(monkeypatch)
+    conv, lanes = LEFT[case]
+    text = _conv(*conv)  # type: ignore[arg-type]
+    compile_and_compare(parse_text(text, "dw"), options=CompileOptions(threads=2, lanes=lanes))
+    assert counts and sum(counts) == 0
+
+
+def test_one_vector_rows_are_taken_at_eight_lanes(monkeypatch: Any) -> None:
+    """14-wide rows at stride 1 are one vector of 16 lanes (left) but two of 8 (taken)."""
+    counts = _taken(monkeypatch)
+    text = _conv(1, 16, (14, 14), 3, 1, (1, 1, 1, 1), "relu6")
+    compile_and_compare(parse_text(text, "dw"), options=CompileOptions(threads=2, lanes=8))
+    assert sum(counts) == 1
