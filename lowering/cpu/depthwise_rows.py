@@ -28,7 +28,8 @@ Taken for a top-level nest over [N, C, Ho, Wo] whose one reduction sums, over [1
 padded-copy nest (padded_copies.py) with at most K // 2 rows and columns of padding before
 the image (or, with no padding, the convolution reads the kernel's input itself), and the
 output rows are more than a quarter of a vector (narrower ones go channels-last,
-depthwise.py), more than one vector at stride 1, and at most MAX_VECTORS vectors long.
+depthwise.py), not between half a vector and one at stride 1 (`_one_vector_left`), and
+at most MAX_VECTORS vectors long.
 """
 
 from __future__ import annotations
@@ -123,12 +124,19 @@ def _match(nest: loop.ParallelOp, lanes: int) -> _DepthwiseRows | None:
         return None
     stride = strides.pop()
     assert stride is not None
-    if stride == 1 and columns <= lanes:
-        # Rows of one vector keep the padded copy, whose rows of 16 floats are aligned: a
-        # masked load of a 14-float row straddles cache lines, and one vector's taps are
-        # one chain of multiply-adds ([1,384,14,14]: 21-25 us against 17).
+    if stride == 1 and _one_vector_left(columns, lanes):
         return None
     return _with_copy(nest, reduce, image, weight.buffer, stride)
+
+
+def _one_vector_left(columns: int, lanes: int) -> bool:
+    """At stride 1, rows of more than half a vector and at most one keep the padded copy,
+    whose rows (16 floats for 14 columns) are aligned, where here a masked load of the
+    14-float row straddles cache lines and one vector's taps are one chain of
+    multiply-adds: [1,384,14,14] 17 us that way against 24 here, [1,576,14,14] 22 against
+    33. Rows of half a vector or less gain ([1,960,7,7] 20 -> 14 us, [1,1152,7,7] 24 ->
+    16): the copy's 9-float rows are not aligned either."""
+    return lanes // 2 < columns <= lanes
 
 
 def _product(nest: loop.ParallelOp) -> tuple[loop.ReduceOp, loop.LoadOp, loop.LoadOp] | None:

@@ -133,9 +133,15 @@ def test_other_depthwise_convolutions_keep_their_paths(case: str, monkeypatch: A
     assert counts and sum(counts) == 0
 
 
-def test_one_vector_rows_are_taken_at_eight_lanes(monkeypatch: Any) -> None:
-    """14-wide rows at stride 1 are one vector of 16 lanes (left) but two of 8 (taken)."""
+@pytest.mark.parametrize(("size", "lanes", "taken"), [(14, 8, 1), (7, 16, 1), (7, 8, 0)])
+def test_rows_of_one_vector_at_stride_one(
+    size: int, lanes: int, taken: int, monkeypatch: Any
+) -> None:
+    """At stride 1, rows of more than half a vector and at most one are left: 14 columns
+    are one vector of 16 lanes (left, LEFT) but two of 8 (taken); 7 columns are half a
+    vector of 16 (taken) but most of one of 8 (left)."""
     counts = _taken(monkeypatch)
-    text = _conv(1, 16, (14, 14), 3, 1, (1, 1, 1, 1), "relu6")
-    compile_and_compare(parse_text(text, "dw"), options=CompileOptions(threads=2, lanes=8))
-    assert sum(counts) == 1
+    text = _conv(1, 16, (size, size), 3, 1, (1, 1, 1, 1), "relu6")
+    options = CompileOptions(threads=2, lanes=lanes)
+    compile_and_compare(parse_text(text, "dw"), options=options)
+    assert sum(counts) == taken
