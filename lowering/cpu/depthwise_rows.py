@@ -221,20 +221,34 @@ def _padded_copy(
 class _Rows:
     """Emits the rows of one plane (image n, channel c)."""
 
-    def __init__(self, found: _DepthwiseRows, lanes: int, plane: GemmBuilder):
+    def __init__(
+        self, found: _DepthwiseRows, lanes: int, scope: GemmBuilder, plane: list[SSAValue]
+    ):
         self.found = found
         self.lanes = lanes
+        self.plane = plane
+        """The plane's image and channel indices."""
         self.vec = VectorType(f32, [lanes])
         shape = buffer_shape(found.source)
         assert shape is not None
         self.height, self.width = shape[2], shape[3]
         self.vectors = -(-found.nest.shape[3] // lanes)
-        zero = plane.emit(arith.ConstantOp(FloatAttr(0.0, f32)))
-        self.zero = plane.emit(vector.BroadcastOp(zero, self.vec))
-        self.init = plane.emit(vector.BroadcastOp(found.reduce.init, self.vec))
+        zero = scope.emit(arith.ConstantOp(FloatAttr(0.0, f32)))
+        self.zero = scope.emit(vector.BroadcastOp(zero, self.vec))
+        self.init = scope.emit(vector.BroadcastOp(found.reduce.init, self.vec))
+        taps = range(found.taps)
+        self.weights = [[self._weight(scope, kh, kw) for kw in taps] for kh in taps]
+        """Each tap's weight, in every lane."""
+        self.buffer = scope.emit(memref.AllocaOp.get(f32, shape=[self.vectors * lanes]))
+        """The row's sums, for the epilogue."""
         left = found.pads[1]
         self.offsets = [kw - left for kw in range(found.taps)]
         """Tap kw's input column, less s * ox."""
+
+    def _weight(self, scope: GemmBuilder, kh: int, kw: int) -> SSAValue:
+        at = [self.plane[1], scope.index(0), scope.index(kh), scope.index(kw)]
+        weight = scope.emit(memref.LoadOp.get(self.found.weight, at))
+        return scope.emit(vector.BroadcastOp(weight, self.vec))
 
     def taps(self, oy: int) -> list[int]:
         """The tap rows of output row `oy` inside the input."""
@@ -291,15 +305,9 @@ class _Rows:
             em, vectors[j], vectors[j + 1], list(range(lanes + shift, 2 * lanes + shift))
         )
 
-    def sums(
-        self,
-        em: GemmBuilder,
-        plane: list[SSAValue],
-        oy: SSAValue,
-        taps: list[int],
-        weights: list[list[SSAValue]],
-    ) -> list[SSAValue]:
-        """The row's sums, one vector per `lanes` output columns."""
+    def sums(self, em: GemmBuilder, oy: SSAValue, taps: list[int]) -> list[SSAValue]:
+        """Output row `oy`'s sums over the tap rows `taps`, one vector per `lanes` output
+        columns."""
         found = self.found
         sums = [self.init] * self.vectors
         for kh in taps:
@@ -308,25 +316,18 @@ class _Rows:
                 row = em.emit(arith.MuliOp(oy, em.index(found.stride)))
             if kh != found.pads[0]:
                 row = em.emit(arith.AddiOp(row, em.index(kh - found.pads[0])))
-            phases = self.phases(em, [*plane, row])
+            phases = self.phases(em, [*self.plane, row])
             for j in range(self.vectors):
                 for kw, offset in enumerate(self.offsets):
                     column = self.column(em, phases, j, offset)
-                    sums[j] = em.emit(vector.FMAOp(column, weights[kh][kw], sums[j]))
+                    sums[j] = em.emit(vector.FMAOp(column, self.weights[kh][kw], sums[j]))
         return sums
 
-    def row(
-        self,
-        em: GemmBuilder,
-        plane: list[SSAValue],
-        oy: SSAValue,
-        taps: list[int],
-        weights: list[list[SSAValue]],
-        buffer: SSAValue,
-    ) -> None:
-        """Output row `oy`: its sums into `buffer`, then the nest's epilogue over them."""
-        for j, total in enumerate(self.sums(em, plane, oy, taps, weights)):
-            em.add(vector.StoreOp(total, buffer, [em.index(j * self.lanes)]))
+    def row(self, em: GemmBuilder, oy: SSAValue, taps: list[int]) -> None:
+        """Output row `oy`: its sums into the row buffer, then the nest's epilogue over
+        them."""
+        for j, total in enumerate(self.sums(em, oy, taps)):
+            em.add(vector.StoreOp(total, self.buffer, [em.index(j * self.lanes)]))
         nest, reduce = self.found.nest, self.found.reduce
         columns = nest.shape[3]
         epilogue, body = em.loop(em.index(0), em.index(columns))
@@ -335,9 +336,9 @@ class _Rows:
             hint = LoopAnnotation(width=self.lanes, no_unroll=columns <= self.lanes)
             epilogue.attributes["loop_annotation"] = hint
         ox = body.block.args[0]
-        value = body.emit(memref.LoadOp.get(buffer, [ox]))
+        value = body.emit(memref.LoadOp.get(self.buffer, [ox]))
         n, c, y, x = nest.body.block.args
-        mapping: dict[SSAValue, SSAValue] = {n: plane[0], c: plane[1], y: oy, x: ox}
+        mapping: dict[SSAValue, SSAValue] = {n: self.plane[0], c: self.plane[1], y: oy, x: ox}
         mapping[reduce.result] = value
         for op in nest.body.block.ops:
             if op is not reduce and not isinstance(op, loop.YieldOp):
@@ -350,25 +351,14 @@ def _plane(found: _DepthwiseRows, lanes: int, body: GemmBuilder, number: SSAValu
     batch, channels, rows, _ = found.nest.shape
     image, channel = body.divide(number, channels)
     scope = GemmBuilder()
-    emit = _Rows(found, lanes, scope)
-    plane = [image if batch > 1 else scope.index(0), channel]
-
-    def weight(kh: int, kw: int) -> SSAValue:
-        at = [channel, scope.index(0), scope.index(kh), scope.index(kw)]
-        return scope.emit(
-            vector.BroadcastOp(scope.emit(memref.LoadOp.get(found.weight, at)), emit.vec)
-        )
-
-    weights = [[weight(kh, kw) for kw in range(found.taps)] for kh in range(found.taps)]
-    buffer = scope.emit(memref.AllocaOp.get(f32, shape=[emit.vectors * lanes]))
+    emit = _Rows(found, lanes, scope, [image if batch > 1 else scope.index(0), channel])
     inner = [oy for oy in range(rows) if len(emit.taps(oy)) == found.taps]
     first, last = (inner[0], inner[-1] + 1) if inner else (rows, rows)
     for oy in [*range(first), *range(last, rows)]:
-        emit.row(scope, plane, scope.index(oy), emit.taps(oy), weights, buffer)
+        emit.row(scope, scope.index(oy), emit.taps(oy))
     if inner:
         _, rows_loop = scope.loop(scope.index(first), scope.index(last))
-        every = list(range(found.taps))
-        emit.row(rows_loop, plane, rows_loop.block.args[0], every, weights, buffer)
+        emit.row(rows_loop, rows_loop.block.args[0], list(range(found.taps)))
         rows_loop.add(scf.YieldOp())
     scope.add(memref.AllocaScopeReturnOp.build(operands=[[]]))
     body.add(memref.AllocaScopeOp.build(regions=[Region(scope.block)], result_types=[[]]))

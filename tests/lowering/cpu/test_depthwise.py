@@ -35,15 +35,31 @@ def _t(*shape: int) -> str:
 def _conv(
     batch: int, channels: int, size: int, kernel: int, stride: int, pad: int, epilogue: str
 ) -> str:
-    """pad < 0: -pad at the bottom and right only (TF's 'same' padding at stride 2).
-    epilogue: 'relu6' (bias, min(max(x, 0), 6)), 'silu' (bias, x * sigmoid(x)) or
-    'residual' (bias, + the input, GELU; stride 1 and 'same' padding only)."""
-    pads = [pad] * 4 if pad >= 0 else [0, 0, -pad, -pad]
-    out = (size + sum(pads[::2]) - kernel) // stride + 1
-    x, w = _t(batch, channels, size, size), _t(channels, 1, kernel, kernel)
-    b, y = _t(1, channels, 1, 1), _t(batch, channels, out, out)
+    """A square image; pad < 0: -pad at the bottom and right only (TF's 'same' padding at
+    stride 2)."""
+    pads = (pad,) * 4 if pad >= 0 else (0, 0, -pad, -pad)
+    return depthwise_conv(batch, channels, (size, size), kernel, stride, pads, epilogue)
+
+
+def depthwise_conv(
+    batch: int,
+    channels: int,
+    size: tuple[int, int],
+    kernel: int,
+    stride: int,
+    pads: tuple[int, int, int, int],
+    epilogue: str,
+) -> str:
+    """A depthwise convolution (pads: top, left, bottom, right) with a per-channel bias
+    and an epilogue: 'relu6' (min(max(x, 0), 6)), 'silu' (x * sigmoid(x)) or 'residual'
+    (+ the input, GELU; needs the output's shape to be the input's)."""
+    height, width = size
+    oh = (height + pads[0] + pads[2] - kernel) // stride + 1
+    ow = (width + pads[1] + pads[3] - kernel) // stride + 1
+    x, w = _t(batch, channels, height, width), _t(channels, 1, kernel, kernel)
+    b, y = _t(1, channels, 1, 1), _t(batch, channels, oh, ow)
     lines = [
-        f"  %0 = graph.conv2d %x, %w strides = [{stride}, {stride}] padding = {pads} "
+        f"  %0 = graph.conv2d %x, %w strides = [{stride}, {stride}] padding = {list(pads)} "
         f"groups = {channels} : ({x}, {w}) -> {y}",
         f"  %1 = graph.add %0, %b : ({y}, {b}) -> {y}",
     ]

@@ -19,53 +19,7 @@ from graphfuse.lowering.cpu import depthwise_rows
 from graphfuse.parsing import parse_text
 from graphfuse.testing.compare import compile_and_compare
 from tests.lowering.cpu.recorded import record_returns
-
-
-def _t(*shape: int) -> str:
-    return f"tensor<{'x'.join(map(str, shape))}xf32>"
-
-
-def _conv(
-    batch: int,
-    channels: int,
-    size: tuple[int, int],
-    kernel: int,
-    stride: int,
-    pads: tuple[int, int, int, int],
-    epilogue: str,
-) -> str:
-    """A depthwise convolution (pads: top, left, bottom, right) with a per-channel bias
-    and an epilogue: 'relu6', 'silu', or 'residual' (+ the input, GELU; needs the output's
-    shape to be the input's)."""
-    height, width = size
-    oh = (height + pads[0] + pads[2] - kernel) // stride + 1
-    ow = (width + pads[1] + pads[3] - kernel) // stride + 1
-    x, w = _t(batch, channels, height, width), _t(channels, 1, kernel, kernel)
-    b, y = _t(1, channels, 1, 1), _t(batch, channels, oh, ow)
-    lines = [
-        f"  %0 = graph.conv2d %x, %w strides = [{stride}, {stride}] padding = {list(pads)} "
-        f"groups = {channels} : ({x}, {w}) -> {y}",
-        f"  %1 = graph.add %0, %b : ({y}, {b}) -> {y}",
-    ]
-    if epilogue == "relu6":
-        lines += [
-            "  %z = graph.constant dense<0.0> : tensor<f32>",
-            "  %s = graph.constant dense<6.0> : tensor<f32>",
-            f"  %2 = graph.max %1, %z : ({y}, tensor<f32>) -> {y}",
-            f"  %r = graph.min %2, %s : ({y}, tensor<f32>) -> {y}",
-        ]
-    elif epilogue == "silu":
-        lines += [f"  %2 = graph.sigmoid %1 : {y}", f"  %r = graph.mul %1, %2 : ({y}, {y}) -> {y}"]
-    else:
-        lines += [f"  %2 = graph.add %1, %x : ({y}, {x}) -> {y}", f"  %r = graph.gelu %2 : {y}"]
-    body = "\n".join(lines)
-    return f"""
-func.func @main(%x: {x}, %w: {w}, %b: {b}) -> {y} {{
-{body}
-  func.return %r : {y}
-}}
-"""
-
+from tests.lowering.cpu.test_depthwise import depthwise_conv
 
 TAKEN = {
     "3x3/2 batch 2, two vectors": (2, 24, (40, 40), 3, 2, (1, 1, 1, 1), "relu6"),
@@ -89,7 +43,7 @@ def test_depthwise_rows_match_the_reference(
     case: str, threads: int, lanes: int, monkeypatch: Any
 ) -> None:
     counts = _taken(monkeypatch)
-    text = _conv(*TAKEN[case])  # type: ignore[arg-type]
+    text = depthwise_conv(*TAKEN[case])  # type: ignore[arg-type]
     compile_and_compare(
         parse_text(text, "dw"), options=CompileOptions(threads=threads, lanes=lanes)
     )
@@ -108,7 +62,7 @@ def test_the_padded_copy_is_not_written() -> None:
     """The kernel keeps its padded buffer as an argument but stores nothing there; it
     splits each pair of input vectors by two shuffles into even and odd columns (stride
     2), and the reduction is gone."""
-    kernel = _tiled(_conv(1, 16, (40, 40), 3, 2, (1, 1, 1, 1), "relu6"), 16)
+    kernel = _tiled(depthwise_conv(1, 16, (40, 40), 3, 2, (1, 1, 1, 1), "relu6"), 16)
     padded = [a for a in kernel.body.block.args if a.type.get_shape() == (1, 16, 42, 42)]
     assert len(padded) == 1 and not padded[0].uses
     assert not any(isinstance(op, loop.ReduceOp) for op in kernel.walk())
@@ -128,7 +82,7 @@ LEFT = {
 def test_other_depthwise_convolutions_keep_their_paths(case: str, monkeypatch: Any) -> None:
     counts = _taken(monkeypatch)
     conv, lanes = LEFT[case]
-    text = _conv(*conv)  # type: ignore[arg-type]
+    text = depthwise_conv(*conv)  # type: ignore[arg-type]
     compile_and_compare(parse_text(text, "dw"), options=CompileOptions(threads=2, lanes=lanes))
     assert counts and sum(counts) == 0
 
@@ -141,7 +95,7 @@ def test_rows_of_one_vector_at_stride_one(
     are one vector of 16 lanes (left, LEFT) but two of 8 (taken); 7 columns are half a
     vector of 16 (taken) but most of one of 8 (left)."""
     counts = _taken(monkeypatch)
-    text = _conv(1, 16, (size, size), 3, 1, (1, 1, 1, 1), "relu6")
+    text = depthwise_conv(1, 16, (size, size), 3, 1, (1, 1, 1, 1), "relu6")
     options = CompileOptions(threads=2, lanes=lanes)
     compile_and_compare(parse_text(text, "dw"), options=options)
     assert sum(counts) == taken
