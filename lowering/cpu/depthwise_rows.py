@@ -42,13 +42,13 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.depthwise import depthwise_loads
+from graphfuse.lowering.cpu.gemm.contractions import float_sum, summed_product
 from graphfuse.lowering.cpu.gemm.gemm_builder import GemmBuilder
 from graphfuse.lowering.cpu.gemm.transposed_pack import shuffle_mask
 from graphfuse.lowering.cpu.nest_indices import buffer_shape, own_index, pair
 from graphfuse.lowering.cpu.padded_copies import match_padded_copy
 from graphfuse.lowering.cpu.tuning.loop_annotations import LoopAnnotation
 from graphfuse.lowering.loop_to_upstream.convert_loop_to_upstream import PARALLEL_MIN_WORK
-from graphfuse.lowering.loop_to_upstream.loop_indexing import inside
 
 SIZES = (3, 5)
 """Square tap windows taken."""
@@ -140,25 +140,16 @@ def _one_vector_left(columns: int, lanes: int) -> bool:
 
 
 def _product(nest: loop.ParallelOp) -> tuple[loop.ReduceOp, loop.LoadOp, loop.LoadOp] | None:
-    """The nest's one reduction, a float sum over [1, K, K] of an image load times a weight
-    load (depthwise_loads), with those loads."""
-    reduces = [op for op in nest.body.block.ops if isinstance(op, loop.ReduceOp)]
-    if len(reduces) != 1 or any(op.regions and op is not reduces[0] for op in nest.body.block.ops):
-        return None
-    reduce = reduces[0]
-    shape = reduce.shape
-    if reduce.kind.data != loop.ReduceKind.ADD or shape not in [(1, k, k) for k in SIZES]:
-        return None
-    if reduce.result.type != f32 or inside(reduce.init, nest):
+    """The nest's float sum (contractions.float_sum) over [1, K, K] of an image load times
+    a weight load (depthwise_loads), with those loads."""
+    reduce = float_sum(nest)
+    if reduce is None or reduce.shape not in [(1, k, k) for k in SIZES]:
         return None
     loads = depthwise_loads(nest, reduce)
-    if loads is None:
+    product = summed_product(reduce)
+    if loads is None or product is None:
         return None
     image, weight = loads
-    last = reduce.body.block.last_op
-    product = last.operands[0].owner if last is not None and last.operands else None
-    if not isinstance(product, arith.MulfOp):
-        return None
     if {product.lhs, product.rhs} != {image.result, weight.result}:
         return None
     return reduce, image, weight

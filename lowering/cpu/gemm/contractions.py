@@ -124,7 +124,9 @@ def reads_constants(operand: Operand, constant_args: set[SSAValue]) -> bool:
     )
 
 
-def _reduce_of(nest: loop.ParallelOp) -> loop.ReduceOp | None:
+def float_sum(nest: loop.ParallelOp) -> loop.ReduceOp | None:
+    """The nest's one nested region when it is an f32 `loop.reduce add` whose init comes
+    from outside the nest."""
     regions = [op for op in nest.body.block.ops if op.regions]
     if len(regions) != 1 or not isinstance(regions[0], loop.ReduceOp):
         return None
@@ -147,7 +149,7 @@ def summed_product(reduce: loop.ReduceOp) -> arith.MulfOp | None:
 
 def match_contraction(nest: loop.ParallelOp) -> Contraction | None:
     """The GEMM in `nest`, if it has the shape this pass tiles."""
-    reduce = _reduce_of(nest)
+    reduce = float_sum(nest)
     if reduce is None or not worth_tiling(math.prod(nest.shape), math.prod(reduce.shape)):
         return None
     body = list(reduce.body.block.ops)

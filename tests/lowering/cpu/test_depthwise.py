@@ -4,8 +4,6 @@ epilogue kept; results match the reference interpreter."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 
@@ -17,15 +15,8 @@ from graphfuse.dialects.graph import interpreter as reference
 from graphfuse.dialects.loop import abi
 from graphfuse.parsing import parse_text
 from graphfuse.testing.compare import compile_and_compare
-from tests.lowering.cpu.recorded import without_rewrite
 
-
-@pytest.fixture(autouse=True)
-def _padded_copy_path(monkeypatch: Any) -> None:
-    """Depthwise convolutions like these (stride 2, or rows of more than one vector) are
-    computed from the input rows by depthwise_rows.py; here they take the padded-copy
-    path it replaced, which pools and the convolutions it leaves still take."""
-    without_rewrite(monkeypatch, "depthwise_rows")
+pytestmark = pytest.mark.usefixtures("padded_copy_path")
 
 
 def _t(*shape: int) -> str:

@@ -4,24 +4,15 @@ nest over the (image, channel) planes; results match the reference interpreter."
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from graphfuse.compiler import CompileOptions
 from graphfuse.dialects import loop
 from graphfuse.parsing import parse_text
 from graphfuse.testing.compare import compile_and_compare
-from tests.lowering.cpu.recorded import without_rewrite
 from tests.lowering.cpu.test_depthwise import _conv, _tiled
 
-
-@pytest.fixture(autouse=True)
-def _padded_copy_path(monkeypatch: Any) -> None:
-    """Depthwise convolutions like these (stride 2, or rows of more than one vector) are
-    computed from the input rows by depthwise_rows.py; here they take the padded-copy
-    path it replaced, which pools and the convolutions it leaves still take."""
-    without_rewrite(monkeypatch, "depthwise_rows")
+pytestmark = pytest.mark.usefixtures("padded_copy_path")
 
 
 WIDE = [

@@ -7,7 +7,6 @@ The pass's output itself is checked in lit_tests/lowering/cpu/scf-outline-tasks.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import numpy as np
 import pytest
@@ -18,14 +17,11 @@ from graphfuse.lowering.cpu.tuning.scf_outline_tasks import TASK_MARK
 from graphfuse.parsing import parse_text
 from graphfuse.runtime.llvm_lowering import mark_own_arguments
 from graphfuse.testing.compare import compile_and_compare
-from tests.lowering.cpu.recorded import without_rewrite
 
-# 7-wide rows: one vector at 8 or 16 lanes, so the padded-copy path with its scalar loops
-# (depthwise_rows.py leaves it), which LLVM vectorises only where the accesses do not alias.
-DEPTHWISE = """func.func @main(%x: tensor<1x96x7x7xf32>, %w: tensor<96x1x3x3xf32>) -> tensor<1x96x7x7xf32> {
-  %y = graph.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] groups = 96 : (tensor<1x96x7x7xf32>, tensor<96x1x3x3xf32>) -> tensor<1x96x7x7xf32>
-  %r = graph.relu %y : tensor<1x96x7x7xf32>
-  func.return %r : tensor<1x96x7x7xf32>
+DEPTHWISE = """func.func @main(%x: tensor<1x32x28x28xf32>, %w: tensor<32x1x3x3xf32>) -> tensor<1x32x28x28xf32> {
+  %y = graph.conv2d %x, %w strides = [1, 1] padding = [1, 1, 1, 1] groups = 32 : (tensor<1x32x28x28xf32>, tensor<32x1x3x3xf32>) -> tensor<1x32x28x28xf32>
+  %r = graph.relu %y : tensor<1x32x28x28xf32>
+  func.return %r : tensor<1x32x28x28xf32>
 }
 """
 
@@ -52,14 +48,12 @@ def test_marks_only_the_internal_functions_pointers() -> None:
     assert "noalias" not in marked[2]  # a call is not a definition
 
 
+@pytest.mark.usefixtures("padded_copy_path")
 @pytest.mark.parametrize("threads", [1, 2])
-def test_depthwise_kernel_runs_in_tasks_whose_accesses_do_not_alias(
-    threads: int, monkeypatch: Any
-) -> None:
+def test_depthwise_kernel_runs_in_tasks_whose_accesses_do_not_alias(threads: int) -> None:
     """On the padded-copy path (depthwise_rows.py, which computes this layer from the rows
     in explicit vectors, left out), whose scalar loops LLVM vectorises only where the
     accesses do not alias."""
-    without_rewrite(monkeypatch, "depthwise_rows")
     options = CompileOptions(threads=threads)
     upstream = lower_to(parse_text(DEPTHWISE, "dw"), Stage.UPSTREAM, options)
     assert f"{TASK_MARK}0" in upstream

@@ -13,15 +13,9 @@ from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.lowering.cpu import strided_phases
 from graphfuse.parsing import parse_text
 from graphfuse.testing.compare import compile_and_compare
-from tests.lowering.cpu.recorded import record_returns, without_rewrite
+from tests.lowering.cpu.recorded import record_returns
 
-
-@pytest.fixture(autouse=True)
-def _padded_copy_path(monkeypatch: Any) -> None:
-    """Depthwise convolutions like these (stride 2, or rows of more than one vector) are
-    computed from the input rows by depthwise_rows.py; here they take the padded-copy
-    path it replaced, which pools and the convolutions it leaves still take."""
-    without_rewrite(monkeypatch, "depthwise_rows")
+pytestmark = pytest.mark.usefixtures("padded_copy_path")
 
 
 def _t(*shape: int) -> str:
