@@ -516,6 +516,7 @@ def _model_key(
     with timed("look up the model cache"):
         settings = {f.name: getattr(options, f.name) for f in fields(options)}
         settings["resolved_cpu"] = options.target.resolved_cpu()
+        settings["cpu_features"] = options.target.features()
         settings["lanes"] = options.lanes or options.target.vector_lanes()
         if output is not None:
             from graphfuse.runtime.c_api.naming import symbol_prefix

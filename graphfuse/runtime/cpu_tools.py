@@ -43,10 +43,46 @@ class CpuTarget:
         return host_cpu() if self.cpu == "native" else self.cpu
 
     def vector_lanes(self) -> int:
-        """f32 lanes of the widest vectors the CPU has: 16 with AVX-512, else 8 (AVX2)."""
+        """f32 lanes of the widest vectors the CPU has: 16 with AVX-512, else 8 (AVX2);
+        for this machine's CPU, $GRAPHFUSE_LANES when it is set (`lanes_override`)."""
         if self.cpu == "native":
+            forced = lanes_override()
+            if forced is not None:
+                return forced
             return 16 if _host_has_avx512() else 8
         return 16 if self.cpu in AVX512_CPUS else 8
+
+    def features(self) -> str | None:
+        """llc -mattr for the code: this machine's CPU built at 8 lanes by
+        $GRAPHFUSE_LANES=8 has its AVX-512 turned off (-avx512f takes every AVX-512
+        extension with it), so the code is what an AVX2 machine of its family runs."""
+        if self.cpu == "native" and lanes_override() == 8 and _host_has_avx512():
+            return "-avx512f"
+        return None
+
+
+LANES_VARIABLE = "GRAPHFUSE_LANES"
+"""The switch that builds for this machine at another vector width: 8 makes every build
+that targets this CPU (the default `cpu="native"`) AVX2 code, as an AVX2 machine would
+build it, which an AVX-512 machine runs too; 16 is this CPU's own width where it has
+AVX-512. Unset or empty: the widest the CPU has. Options that name their lanes or their
+CPU are not changed by it."""
+
+
+def lanes_override() -> int | None:
+    """$GRAPHFUSE_LANES as f32 lanes (None when unset), refused in one line when it is
+    not 8 or 16, or 16 on a CPU without AVX-512 (its code would not run here)."""
+    value = os.environ.get(LANES_VARIABLE, "").strip()
+    if not value:
+        return None
+    if value not in ("8", "16"):
+        raise ToolchainError(f"{LANES_VARIABLE}={value!r}: must be 8 (AVX2) or 16 (AVX-512)")
+    if value == "16" and not _host_has_avx512():
+        raise ToolchainError(
+            f"{LANES_VARIABLE}=16: this CPU has no AVX-512, so 16-lane code would not run "
+            "here (use 8, or unset it)"
+        )
+    return int(value)
 
 
 AVX512_CPUS = frozenset(
@@ -71,6 +107,12 @@ AVX512_CPUS = frozenset(
 )
 """llc -mcpu names of x86 CPUs with AVX-512F (Xeon Phi's knl/knm left out: their AVX-512 is
 another story)."""
+
+
+def runnable_lanes() -> tuple[int, ...]:
+    """The vector widths whose code this machine runs: 8 everywhere, 16 with AVX-512
+    (tests that run code run at each)."""
+    return (8, 16) if _host_has_avx512() else (8,)
 
 
 @cache

@@ -107,8 +107,11 @@ def uses_threads(upstream: str, threads: int) -> bool:
 
 
 def _target_args(target: CpuTarget, level: int) -> list[str]:
-    """What opt and llc both take: the level and the machine."""
-    return [f"-O{level}", f"-mtriple={target.triple}", f"-mcpu={target.resolved_cpu()}"]
+    """What opt and llc both take: the level and the machine (its features where the
+    target turns some off)."""
+    args = [f"-O{level}", f"-mtriple={target.triple}", f"-mcpu={target.resolved_cpu()}"]
+    features = target.features()
+    return [*args, f"-mattr={features}"] if features else args
 
 
 def opt_args(target: CpuTarget, level: int) -> list[str]:

@@ -19,16 +19,17 @@ The writers follow:
   are an interleaved group LLVM reads with wide loads; a remainder nest takes the
   columns past the last whole group of s.
 
-Taken inside the plane nests of image_copies.py, for a kernel argument that nest alone
-uses, which every load reads at `s * o + j` (s >= 2 the same for all, o an index of the
-load's nest) and every store writes in one of the three forms above from a nest that
-reduces nothing (copies and fills: not a separable pool's pass down the rows, which
-measured slower in phases), when the phases permute the row.
+Taken inside the plane nests of image_copies.py, for a scratch buffer of the kernel (one
+the caller allocates, so no reader outside the kernel sees its layout) that nest alone
+uses and writes before it reads it, which every load reads at `s * o + j` (s >= 2 the
+same for all, o an index of the load's nest) and every store writes in one of the three
+forms above from a nest that reduces nothing (copies and fills: not a separable pool's
+pass down the rows, which measured slower in phases), when the phases permute the row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from xdsl.dialects import arith
 from xdsl.ir import Block, Operation, SSAValue
@@ -38,15 +39,18 @@ from graphfuse.dialects import loop
 from graphfuse.lowering.cpu.nest_indices import buffer_shape, constant, index_in, pair
 
 
-def split_strided_phases(kernel: loop.KernelOp) -> int:
+def split_strided_phases(kernel: loop.KernelOp, scratch: Collection[int]) -> int:
     """Stores each plane buffer of `kernel` read at a stride in column phases; returns
-    how many were."""
+    how many were. Only the arguments at positions `scratch` are candidates: moving the
+    columns of an input or a result would change what the kernel reads or returns."""
     split = 0
+    args = kernel.body.block.args
+    owned = [args[n] for n in sorted(scratch) if n < len(args)]
     for planes in [op for op in kernel.body.block.ops if isinstance(op, loop.ParallelOp)]:
         nests = [op for op in planes.body.block.ops if isinstance(op, loop.ParallelOp)]
         if len(nests) < 2:
             continue
-        split += sum(_split(planes, buffer) for buffer in kernel.body.block.args)
+        split += sum(_split(planes, buffer) for buffer in owned)
     return split
 
 
@@ -107,7 +111,9 @@ def _split(planes: loop.ParallelOp, buffer: SSAValue) -> bool:
         return False
     loads = [op for op in uses if isinstance(op, loop.LoadOp)]
     stores = [op for op in uses if isinstance(op, loop.StoreOp)]
-    if not loads or len(loads) + len(stores) != len(uses):
+    if not loads or not stores or len(loads) + len(stores) != len(uses):
+        return False
+    if not _written_first(planes, stores, loads):
         return False
     strided = [_stride(load.indices[-1]) for load in loads]
     strides = {found[1] for found in strided if found is not None}
@@ -126,6 +132,23 @@ def _split(planes: loop.ParallelOp, buffer: SSAValue) -> bool:
     for store, plan in zip(stores, plans, strict=True):
         _move_store(store, plan, stride, phase)
     return True
+
+
+def _written_first(
+    planes: loop.ParallelOp, stores: Sequence[loop.StoreOp], loads: Sequence[loop.LoadOp]
+) -> bool:
+    """Every store of the buffer is in a nest of `planes` before the first nest that loads
+    it: each plane is written in its new layout before it is read in it."""
+    nests = [op for op in planes.body.block.ops if isinstance(op, loop.ParallelOp)]
+
+    def position(op: Operation) -> int | None:
+        return next((n for n, nest in enumerate(nests) if nest.is_ancestor(op)), None)
+
+    written = [position(op) for op in stores]
+    read = [position(op) for op in loads]
+    if None in written or None in read:
+        return False
+    return max(n for n in written if n is not None) < min(n for n in read if n is not None)
 
 
 def _move_store(

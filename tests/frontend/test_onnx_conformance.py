@@ -4,9 +4,12 @@ them all). The full figures are in the README."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
+from graphfuse.runtime.cpu_tools import LANES_VARIABLE, runnable_lanes
 from graphfuse.testing import onnx_conformance as suite
 
 MIN_PASSING = 1550
@@ -46,6 +49,28 @@ def test_compiled_sample(interpreted: list[suite.Outcome]) -> None:
     failed = [o for o in compiled if o.status != "pass"]
     assert not failed, "\n".join(f"{o.name}: {o.status}: {o.detail}" for o in failed)
     assert len(compiled) == len(sample) >= min(SAMPLE_SIZE, len(names))
+
+
+GROUPED_QUERY_ATTENTION = (
+    r"test_attention_3d_(gqa(_attn_mask|_causal|_scaled|_softcap)?|local_window)"
+)
+"""ONNX Attention on 3-D inputs split into heads by q_num_heads/kv_num_heads, grouped-query
+heads and a sliding window, with and without the `_expanded` function body: a fused
+kernel once read the query's heads from columns it had not written."""
+
+
+@pytest.mark.parametrize("lanes", runnable_lanes())
+def test_grouped_query_attention_compiled(lanes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 3-D attention cases compiled (fused) at every vector width this machine runs
+    give ONNX's expected outputs."""
+    monkeypatch.setenv(LANES_VARIABLE, str(lanes))
+    names = [
+        n for n in suite.all_cases() if re.fullmatch(f"{GROUPED_QUERY_ATTENTION}(_expanded)?", n)
+    ]
+    compiled = list(suite.run_cases(names, "compile", jobs=2))
+    failed = [o for o in compiled if o.status != "pass"]
+    assert not failed, "\n".join(f"{o.name}: {o.status}: {o.detail}" for o in failed)
+    assert len(compiled) == 12
 
 
 def test_the_comparison_can_fail() -> None:

@@ -40,7 +40,7 @@ from xdsl.traits import SymbolTable
 
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop import abi
-from graphfuse.dialects.loop.calls import constant_arguments
+from graphfuse.dialects.loop.calls import constant_arguments, scratch_arguments
 from graphfuse.lowering.cpu.depthwise import vectorise_depthwise
 from graphfuse.lowering.cpu.depthwise_rows import depthwise_rows
 from graphfuse.lowering.cpu.first_call import keep_between_calls, on_first_call
@@ -134,6 +134,7 @@ class LoopTileMatmulPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         added: dict[str, int] = {}
         constants = constant_arguments(op)
+        scratch = scratch_arguments(op)
         for kernel in [k for k in op.ops if isinstance(k, loop.KernelOp)]:
             before = len(kernel.body.block.args)
             positions = constants.get(kernel.sym_name.data, set())
@@ -144,7 +145,7 @@ class LoopTileMatmulPass(ModulePass):
             separate_gathers(kernel)
             vectorise_depthwise(kernel, self.lanes, self.threads, positions)
             interleave_image_copies(kernel)
-            split_strided_phases(kernel)
+            split_strided_phases(kernel, scratch.get(kernel.sym_name.data, set()))
             transpose_copies(kernel, self.threads)
             winograd_convolutions(kernel, self.threads, positions)
             for nest in [n for n in kernel.body.block.ops if isinstance(n, loop.ParallelOp)]:

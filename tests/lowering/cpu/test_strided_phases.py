@@ -12,6 +12,7 @@ import pytest
 from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.lowering.cpu import strided_phases
 from graphfuse.parsing import parse_text
+from graphfuse.runtime.cpu_tools import runnable_lanes
 from graphfuse.testing.compare import compile_and_compare
 from tests.lowering.cpu.recorded import record_returns
 
@@ -131,4 +132,36 @@ func.func @main(%x: {x}) -> {y} {{
 }}
 """
     compile_and_compare(parse_text(text, "pool"), options=CompileOptions(threads=2))
+    assert counts and sum(counts) == 0
+
+
+def _heads_product(batch: int, rows: int, heads: int, depth: int, columns: int) -> str:
+    """Attention's first product with the query split into heads: q [B, S, H x D] reshaped
+    to [B, S, H, D] and transposed to [B, H, S, D] times k^T [B, H, D, N]. In one kernel
+    the query is read at column D h + k, a stride of D, beside a copy of k^T."""
+    q, heads_q = _t(batch, rows, heads * depth), _t(batch, rows, heads, depth)
+    split, kt = _t(batch, heads, rows, depth), _t(batch, heads, depth, columns)
+    y = _t(batch, heads, rows, columns)
+    return f"""
+func.func @main(%q: {q}, %kt: {kt}) -> {y} {{
+  %0 = graph.reshape %q : {q} -> {heads_q}
+  %1 = graph.transpose %0 perm = [0, 2, 1, 3] : {heads_q} -> {split}
+  %2 = graph.matmul %1, %kt : ({split}, {kt}) -> {y}
+  func.return %2 : {y}
+}}
+"""
+
+
+@pytest.mark.parametrize("lanes", runnable_lanes())
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", [(2, 4, 9, 8, 6), (1, 4, 3, 8, 6), (2, 16, 4, 32, 16)])
+def test_inputs_read_at_a_stride_keep_their_layout(
+    shape: tuple[int, int, int, int, int], threads: int, lanes: int, monkeypatch: Any
+) -> None:
+    """A kernel input read at a stride inside a plane nest (the query of grouped-query
+    attention split into heads) is never stored in phases: the caller wrote it, so its
+    columns must be read where they are. Results match the reference at every width."""
+    counts = _splits(monkeypatch)
+    options = CompileOptions(threads=threads, lanes=lanes)
+    compile_and_compare(parse_text(_heads_product(*shape), "heads"), options=options)
     assert counts and sum(counts) == 0
