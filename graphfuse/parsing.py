@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xdsl.context import Context
+from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import (
+    DenseResourceAttr,
     FileLineColLoc,
     IntAttr,
     ModuleOp,
     StringAttr,
+    UnregisteredOp,
 )
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.parser import Parser
@@ -54,8 +57,10 @@ class LocatedParser(Parser):
         super().__init__(ctx, text, name)
         self.weights: WeightsFile | None = None
         """Where `dense_resource` handles find their data (graphfuse.weights)."""
-        self.handles: dict[Attribute, str] = {}
-        """The handle each weight read from the weights file was named by."""
+        self.blobs: dict[str, str] = {}
+        """The builtin entries of the text's `dialect_resources` section, by handle."""
+        self.unresolved: list[tuple[Operation, str]] = []
+        """Handles neither the section nor the weights file holds, with their ops."""
 
     def parse_operation(self) -> Operation:
         span = self._current_token.span
@@ -66,40 +71,83 @@ class LocatedParser(Parser):
             # and the type where one on its line is outside the dialect's element types.
             message = _unsupported_type_at(span) or str(error)
             raise ParseError(span, f"{_op_name_at(span)}{message}") from None
-        if self.handles and op.name == "graph.constant":
-            handle = self.handles.get(op.properties["value"])
-            if handle is not None:
-                op.attributes[NAME_HINT] = StringAttr(handle)  # printed again by this name
+        value = op.properties.get("value")
+        if isinstance(value, DenseResourceAttr) and op.name == "graph.constant":
+            # Printed again under its handle (graphfuse.weights).
+            op.attributes[NAME_HINT] = value.resource_handle
         if not isinstance(op.location, FileLineColLoc):
             line, col = self._line_and_column(span)
             op.location = FileLineColLoc(StringAttr(span.input.name), IntAttr(line), IntAttr(col))
         return op
 
-    def _parse_builtin_dense_resource_attr(  # pyright: ignore[reportIncompatibleMethodOverride]
-        self,
-    ) -> Attribute:
-        """`dense_resource<handle> : type`, read at once from the module's weights file
-        into a dense attribute (as if its bytes were written inline), so passes see
-        weights as arrays. xDSL's own reading declares each handle in a process-wide
+    def _parse_builtin_dense_resource_attr(self) -> DenseResourceAttr:
+        """`dense_resource<handle> : type`, its data found once the whole text is read
+        (`parse_module`). xDSL's own reading declares each handle in a process-wide
         table and renames one seen before (`w` -> `w_0`): a file parsed twice would
-        name its weights differently."""
-        from graphfuse.weights import MissingWeightsFile, shaped
-
+        name its weights differently, and its section entries would miss them."""
         self.parse_characters("<", " in dense_resource attribute")
         at = self._current_token.span
         handle = self.parse_identifier(" for resource handle")
         self.parse_characters(">", " in dense_resource attribute")
         self.parse_characters(":", " in dense_resource attribute")
         typ = self.parse_type()
-        weights = self.weights or MissingWeightsFile(
-            "the module names no weights file (graphfuse.weights)"
-        )
+        from graphfuse.weights import shaped
+
         try:
-            value = weights.dense(handle, shaped(typ))
+            checked = shaped(typ)
         except GraphfuseError as error:
             raise ParseError(at, str(error)) from None
-        self.handles[value] = handle
-        return value
+        return DenseResourceAttr.from_params(handle, checked)
+
+    def _parse_resource(self, dialect_name: str, interface: OpAsmDialectInterface) -> None:
+        """One `handle: "0x..."` entry of the `dialect_resources` section; builtin's are
+        kept by this parser, not in xDSL's process-wide table (see above)."""
+        if dialect_name != "builtin":
+            super()._parse_resource(dialect_name, interface)
+            return
+        handle = self.parse_identifier(" for resource handle")
+        self.parse_characters(":", " in dialect resource")
+        self.blobs[handle] = self.parse_str_literal()
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        """The module, each `dense_resource` handle replaced by its data from the
+        section or the weights file; handles found in neither stay, in `unresolved`.
+        Data that does not fit its handle's type is a diagnostic naming the op."""
+        module = super().parse_module(allow_implicit_module)
+        for op in module.walk():
+            self._fill(op, op.properties)
+            self._fill(op, op.attributes)
+        return module
+
+    def _fill(self, op: Operation, holder: dict[str, Attribute]) -> None:
+        for key, value in holder.items():
+            if isinstance(value, DenseResourceAttr):
+                holder[key] = self._data_of(value, op)
+
+    def check_resolved(self) -> None:
+        """Fail on the first handle `parse_module` found no data for."""
+        if self.unresolved:
+            from graphfuse.resources import no_data
+
+            op, handle = self.unresolved[0]
+            raise op_error(op, no_data(handle))
+
+    def _data_of(self, handle_attr: DenseResourceAttr, op: Operation) -> Attribute:
+        from graphfuse.resources import dense_of
+        from graphfuse.weights import shaped
+
+        handle = handle_attr.resource_handle.data
+        typ = shaped(handle_attr.type)
+        try:
+            blob = self.blobs.get(handle)
+            if blob is not None:
+                return dense_of(handle, blob, typ)
+            if self.weights is not None:
+                return self.weights.dense(handle, typ)
+        except GraphfuseError as error:
+            raise op_error(op, str(error)) from None
+        self.unresolved.append((op, handle))
+        return handle_attr
 
     _line_starts: list[int] | None = None
 
@@ -156,7 +204,8 @@ def location_of(op: Operation) -> str:
 def op_error(op: Operation, message: str) -> GraphfuseError:
     """A diagnostic naming the op and its location: `f.mlir:3:5: 'graph.add' op <msg>`."""
     first_line = message.strip().splitlines()[0] if message.strip() else "is invalid"
-    return GraphfuseError(f"{location_of(op)}: '{op.name}' op {first_line}")
+    name = op.op_name.data if isinstance(op, UnregisteredOp) else op.name
+    return GraphfuseError(f"{location_of(op)}: '{name}' op {first_line}")
 
 
 def parse_text(
@@ -177,6 +226,7 @@ def parse_text(
     except ParseError as error:
         # Lexed again only now, to name an unbalanced brace where it is.
         raise GraphfuseError(_parse_error_line(error, _tokens(text, name))) from None
+    parser.check_resolved()
     module.attributes.pop(WEIGHTS_ATTR, None)  # the weights are in the module now
     verify(module)
     return module

@@ -114,22 +114,44 @@ def outlined(module: ModuleOp, limit: int = TEXT_LIMIT) -> Generator[Outlined, N
                 undo.append((op.attributes, NAME_HINT, hint))
                 del op.attributes[NAME_HINT]
             for holder, key in _holders(op):
-                value = holder[key]
+                written = holder[key]
+                value = _data(written, op)
                 if not _large(value, limit):
+                    if value is not written:  # a small weight a handle pointed to
+                        undo.append((holder, key, written))
+                        holder[key] = value
                     continue
                 assert isa(value, Dense)
                 handle = by_value.get(value)
                 if handle is None:
-                    name = hint.data if isinstance(hint, StringAttr) else "weight"
+                    name = _name_of(written, hint)
                     handle = _unique(handle_for(name), found.weights)
                     by_value[value] = handle
                     found.weights[handle] = value
-                undo.append((holder, key, value))
+                undo.append((holder, key, written))
                 holder[key] = DenseResourceAttr.from_params(handle, shaped(value.get_type()))
+        named = module.attributes.pop(WEIGHTS_ATTR, None)  # every handle read above
+        if named is not None:
+            undo.append((module.attributes, WEIGHTS_ATTR, named))
         yield found
     finally:
         for holder, key, value in reversed(undo):
             holder[key] = value
+
+
+def _data(value: Attribute, op: Operation) -> Attribute:
+    """`value`, or the data a `dense_resource` handle kept by xDSL's parser points to."""
+    if not isinstance(value, DenseResourceAttr):
+        return value
+    from graphfuse.resources import resolve
+
+    return resolve(value, op)
+
+
+def _name_of(written: Attribute, hint: Attribute | None) -> str:
+    if isinstance(written, DenseResourceAttr):
+        return written.resource_handle.data
+    return hint.data if isinstance(hint, StringAttr) else "weight"
 
 
 def _unique(handle: str, taken: dict[str, Any]) -> str:
@@ -143,13 +165,14 @@ def _unique(handle: str, taken: dict[str, Any]) -> str:
 
 def module_text(module: ModuleOp, inline: bool = False, limit: int = TEXT_LIMIT) -> str:
     """The module's text for reading: weights over `limit` bytes as named handles
-    (`dense_resource<name> : tensor<768x768xf32>`), or every byte with `inline`. Name
-    hints are not printed: they become the handles."""
-    with outlined(module, _NO_LIMIT if inline else limit):
-        return str(module)
+    (`dense_resource<name> : tensor<768x768xf32>`), with `inline` their bytes in MLIR's
+    `dialect_resources` section after the module (what upstream MLIR prints and reads).
+    Name hints are not printed: they become the handles."""
+    from graphfuse.resources import resources_section
 
-
-_NO_LIMIT = 1 << 62
+    with outlined(module, limit) as found:
+        text = str(module)
+        return text + resources_section(found.weights) if inline else text
 
 
 def write_module(module: ModuleOp, path: str | Path, inline: bool = False) -> Path | None:
@@ -335,6 +358,13 @@ class WeightsFile:
                 f"{entry.get('dtype')} in {self.path}"
             )
         begin, end = (int(x) for x in entry["data_offsets"])
+        from graphfuse.resources import byte_size
+
+        if end - begin != byte_size(typ):
+            raise GraphfuseError(
+                f"dense_resource<{handle}> spans {end - begin} bytes in {self.path}, "
+                f"{typ} needs {byte_size(typ)}"
+            )
         try:
             with open(self.path, "rb") as stream:
                 stream.seek(self.data_start + begin)

@@ -23,9 +23,10 @@ BASE = (
     "graphfuse.toolchain",
     "graphfuse.timing",
     "graphfuse.weights",
+    "graphfuse.resources",
 )
-"""Diagnostics, input checks, tool finding, stage timing and weights files: used by every
-layer, importing none above."""
+"""Diagnostics, input checks, tool finding, stage timing, weights files and where
+`dense_resource` data is found: used by every layer, importing none above."""
 CONVERSIONS = ("graphfuse.lowering.graph_to_loop", "graphfuse.lowering.loop_to_upstream")
 
 ALLOWED: list[tuple[str, tuple[str, ...]]] = [

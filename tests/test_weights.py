@@ -27,6 +27,8 @@ from graphfuse.weights import module_text, weights_file_for, write_module
 from tests.conftest import graphfuse_command
 
 HEX_OVER_4K = re.compile(r'dense<"0x[0-9A-F]{8194,}"')
+BLOB_OVER_4K = re.compile(r'^ +\w+: "0x04000000[0-9A-F]{8192,}"', re.M)
+"""A weight's bytes in MLIR's dialect_resources section: alignment 4, then over 4 KiB."""
 
 
 def graphfuse(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -88,11 +90,13 @@ def test_the_pair_compiles_from_another_folder(tmp_path: Path) -> None:
 def test_stdout_and_inline_weights_keep_every_byte(tmp_path: Path) -> None:
     _mlp(tmp_path)
     run = graphfuse("import", "mlp.onnx", cwd=tmp_path)
-    assert run.returncode == 0 and "dense_resource" not in run.stdout
-    assert HEX_OVER_4K.search(run.stdout)
+    assert run.returncode == 0 and "graphfuse.weights" not in run.stdout
+    assert "dense_resource<dense_kernel_0>" in run.stdout and BLOB_OVER_4K.search(run.stdout)
+    assert not HEX_OVER_4K.search(run.stdout)
     run = graphfuse("import", "mlp.onnx", "-o", "one.mlir", "--inline-weights", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert not (tmp_path / "one.safetensors").exists()
+    assert BLOB_OVER_4K.search((tmp_path / "one.mlir").read_text())
     assert parse_file(tmp_path / "one.mlir")
 
 
@@ -104,7 +108,7 @@ def test_emit_shows_weights_by_name_and_shape(tmp_path: Path) -> None:
         assert re.search(r"dense_resource<\w+> : (tensor|memref)<64x48xf32>", run.stdout), stage
         assert not HEX_OVER_4K.search(run.stdout), stage
     run = graphfuse("compile", "mlp.onnx", "--emit", "upstream", "--inline-weights", cwd=tmp_path)
-    assert HEX_OVER_4K.search(run.stdout) and "dense_resource" not in run.stdout
+    assert BLOB_OVER_4K.search(run.stdout) and not HEX_OVER_4K.search(run.stdout)
 
 
 def test_emit_to_a_file_writes_its_weights_beside(tmp_path: Path) -> None:
@@ -176,7 +180,8 @@ def test_weight_of_another_shape_is_named(tmp_path: Path) -> None:
     path = _written(tmp_path)
     path.write_text(path.read_text().replace("tensor<40x40xf32>", "tensor<20x80xf32>"))
     with pytest.raises(
-        GraphfuseError, match=r"c\.mlir:\d+:\d+: dense_resource<weight_0> is 20x80xf32"
+        GraphfuseError,
+        match=r"c\.mlir:\d+:\d+: 'graph\.constant' op dense_resource<weight_0> is 20x80xf32",
     ):
         parse_file(path)
 

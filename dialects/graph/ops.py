@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
     FixedBitwidthType,
     Float16Type,
     Float32Type,
@@ -1363,20 +1364,41 @@ class ExternalOp(IRDLOperation):
 
 @irdl_op_definition
 class ConstantOp(IRDLOperation):
-    """A dense tensor constant (weights, scalars); fusion kind: elemwise (TVM)."""
+    """A dense tensor constant (weights, scalars); fusion kind: elemwise (TVM).
+
+    The property holds the bytes (`dense<...>`) or MLIR's handle to bytes held elsewhere
+    (`dense_resource<w>`, graphfuse.resources), of the result's type either way. `value`
+    is always the bytes: a handle is read when a pass first asks, so passes that never
+    look at values never load a weight.
+    """
 
     name = "graph.constant"
 
     T: ClassVar = VarConstraint("T", AnyTensor)
 
-    value = prop_def(ParamAttrConstraint(DenseIntOrFPElementsAttr, (T, AnyAttr())))
+    stored = prop_def(
+        ParamAttrConstraint(DenseIntOrFPElementsAttr, (T, AnyAttr()))
+        | ParamAttrConstraint(DenseResourceAttr, (AnyAttr(), T)),
+        prop_name="value",
+    )
+    """The property as written: the bytes or a `dense_resource` handle."""
     result = result_def(T)
 
     assembly_format = "attr-dict $value"
     traits = traits_def(Pure(), ConstantLike(), FusionKindTrait(FusionKind.ELEMWISE))
 
-    def __init__(self, value: DenseIntOrFPElementsAttr):
+    def __init__(self, value: DenseIntOrFPElementsAttr | DenseResourceAttr):
         super().__init__(properties={"value": value}, result_types=[value.get_type()])
+
+    @property
+    def value(self) -> DenseIntOrFPElementsAttr:
+        """The constant's bytes, read from where a handle points (once per process)."""
+        stored = self.stored
+        if isinstance(stored, DenseIntOrFPElementsAttr):
+            return stored
+        from graphfuse.resources import resolve
+
+        return resolve(stored, self)
 
 
 @irdl_op_definition

@@ -9,17 +9,17 @@ functions into graph ops (docs/tosa.md says why the ops stay unregistered).
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.dialects.func import Func
-from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from graphfuse.frontend.tosa.conversion import convert_module
-from graphfuse.parsing import GraphfuseError, verify
+from graphfuse.parsing import GraphfuseError, LocatedParser, verify
 
 GENERIC_FLAGS = (
     "--mlir-print-op-generic",
@@ -35,13 +35,30 @@ def import_tosa_file(path: str | Path) -> ModuleOp:
     """The graph-dialect module of a TOSA file (pretty or generic form)."""
     if not Path(path).is_file():
         raise GraphfuseError(f"{path}: cannot read: no such file")
-    return _to_graph(_print_generic([str(path)], None, str(path)), str(path))
+    generic = _print_generic([str(path)], None, str(path))
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError as error:
+        raise GraphfuseError(f"{path}: cannot read: {error.strerror}") from None
+    return _to_graph(generic + resource_sections(text), str(path))
 
 
 def from_tosa(text: str, name: str = "<tosa>") -> ModuleOp:
     """The graph-dialect module of TOSA text; diagnostics name it `name`."""
     generic = _print_generic(["-"], text, name)
-    return _to_graph(generic.replace(f'loc("{_STDIN}"', f'loc("{name}"'), name)
+    generic = generic.replace(f'loc("{_STDIN}"', f'loc("{name}"')
+    return _to_graph(generic + resource_sections(text), name)
+
+
+_SECTION = re.compile(r"^\{-#.*?#-\}", re.M | re.S)
+
+
+def resource_sections(text: str) -> str:
+    """The `{-# dialect_resources ... #-}` sections of MLIR text (torch-mlir writes
+    weights there). mlir-opt prints none with `--mlir-print-local-scope`, which keeps
+    each location inline for xDSL, so they are carried over from the input, already
+    checked by mlir-opt."""
+    return "".join(f"\n{section}\n" for section in _SECTION.findall(text))
 
 
 def _print_generic(arguments: list[str], text: str | None, name: str) -> str:
@@ -85,10 +102,14 @@ def _to_graph(generic: str, name: str) -> ModuleOp:
     context.load_dialect(Builtin)
     context.load_dialect(Func)
     try:
-        module = Parser(context, generic, name).parse_module()
+        # graphfuse's parser reads the weights torch-mlir writes in the dialect_resources
+        # section (see resource_sections) into the tosa.const ops.
+        parser = LocatedParser(context, generic, name)
+        module = parser.parse_module()
     except ParseError as error:
         message = " ".join(error.msg.split())
         raise GraphfuseError(f"{name}: cannot read mlir-opt's generic form: {message}") from None
+    parser.check_resolved()
     convert_module(module)
     verify(module)
     return module

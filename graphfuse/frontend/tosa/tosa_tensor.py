@@ -1,10 +1,12 @@
 """TOSA constants, data movement and reductions as graph-dialect ops.
 
-`tosa.const` and `tosa.const_shape` become NumPy arrays known at import: shapes, paddings
-and slice starts are read from them, and reshapes and transposes of known weights are done
-in NumPy. The graph dialect has no tile, reverse or argmax op: tile is a broadcast between
-two reshapes, reverse a gather of reversed indices, and argmax the least index holding the
-maximum (reduce_max, compare, select, reduce_min), all of which fuse.
+`tosa.const` and `tosa.const_shape` become NumPy arrays known at import, their data written
+inline or, as torch-mlir writes weights, behind a `dense_resource` handle
+(graphfuse.resources): shapes, paddings and slice starts are read from them, and reshapes
+and transposes of known weights are done in NumPy. The graph dialect has no tile, reverse
+or argmax op: tile is a broadcast between two reshapes, reverse a gather of reversed
+indices, and argmax the least index holding the maximum (reduce_max, compare, select,
+reduce_min), all of which fuse.
 """
 
 from __future__ import annotations
@@ -27,15 +29,17 @@ from graphfuse.dialects.graph.elements import dense_to_numpy, numpy_dtype
 from graphfuse.frontend.onnx_builder import Value, f64_attr, i64_array, i64_attr, shape_of
 from graphfuse.frontend.tosa.tosa_builder import TosaOp
 from graphfuse.frontend.tosa.tosa_elementwise import Converter
+from graphfuse.parsing import GraphfuseError
+from graphfuse.resources import resolve
 
 
 def _const(op: TosaOp) -> list[Value]:
     values = op.attr("values")
-    if isinstance(values, DenseResourceAttr):
-        raise op.fail(
-            f"holds its data as dense_resource<{values.resource_handle.data}>: graphfuse reads "
-            "TOSA weights written inline (dense<...>) only"
-        )
+    if isinstance(values, DenseResourceAttr):  # torch-mlir's weights, kept by xDSL's parser
+        try:
+            values = resolve(values, op.op)
+        except GraphfuseError as error:
+            raise op.fail(str(error)) from None
     if not isa(values, DenseIntOrFPElementsAttr):
         raise op.fail(f"values {type(values).__name__} are not a dense elements attribute")
     typ: TensorType[Attribute] = graph.tensor_type_of(values.get_type())

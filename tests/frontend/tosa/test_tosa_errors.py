@@ -90,7 +90,7 @@ BAD = {
         "  return %1 : tensor<4xf32>\n}\n",
         r"^bad\.tosa\.mlir:2:8: 'math\.exp' op is not a TOSA op",
     ),
-    "dense_resource_weights": (
+    "dense_resource_of_the_wrong_size": (
         t.function(
             "main",
             ["tensor<2xf32>"],
@@ -102,9 +102,24 @@ BAD = {
             ],
             "%y",
         )
-        + '{-#\n  dialect_resources: {\n    builtin: {\n      w: "0x040000000000803F00000040"\n'
+        + '{-#\n  dialect_resources: {\n    builtin: {\n      w: "0x040000000000803F"\n'
         "    }\n  }\n#-}\n",
-        r"^bad\.tosa\.mlir:2:8: 'tosa\.const' op holds its data as dense_resource<w>",
+        r"^bad\.tosa\.mlir:2:8: 'tosa\.const' op dense_resource<w> holds 4 bytes in "
+        r"dialect_resources, tensor<2xf32> needs 8$",
+    ),
+    "dense_resource_without_data": (
+        t.function(
+            "main",
+            ["tensor<2xf32>"],
+            ["tensor<2xf32>"],
+            [
+                '%c = "tosa.const"() <{values = dense_resource<w> : tensor<2xf32>}> : () -> '
+                "tensor<2xf32>",
+                "%y = tosa.add %arg0, %c : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>",
+            ],
+            "%y",
+        ),
+        r"^bad\.tosa\.mlir:2:8: 'tosa\.const' op dense_resource<w> has no data",
     ),
 }
 
