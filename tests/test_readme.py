@@ -54,11 +54,12 @@ COMMANDS = shell_commands(README.read_text())
 
 
 def mlp_model() -> onnx.ModelProto:
-    """model.onnx: x[1, 16] -> MatMul, Add, Relu, Softmax -> y[1, 8]."""
+    """model.onnx: x[1, 64] -> MatMul, Add, Relu, Softmax -> y[1, 32]; the 8 KiB weight
+    leaves the text (model.safetensors) when the model is imported."""
     rng = np.random.default_rng(0)
     weights = {
-        "w": rng.standard_normal((16, 8)).astype(np.float32),
-        "b": rng.standard_normal(8).astype(np.float32),
+        "w": rng.standard_normal((64, 32)).astype(np.float32),
+        "b": rng.standard_normal(32).astype(np.float32),
     }
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["xw"]),
@@ -68,8 +69,8 @@ def mlp_model() -> onnx.ModelProto:
     ]
     return _model(
         nodes,
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32])],
         weights,
     )
 

@@ -23,9 +23,16 @@ FOLD_LIMIT = 1 << 16
 
 def constant_value(value: SSAValue) -> Array | None:
     """The contents of a value computed by `graph.constant`, else None."""
-    if isinstance(value, OpResult) and isinstance(value.op, graph.ConstantOp):
+    if is_constant(value):
+        assert isinstance(value, OpResult) and isinstance(value.op, graph.ConstantOp)
         return elements.dense_to_numpy(value.op.value)
     return None
+
+
+def is_constant(value: SSAValue) -> bool:
+    """`value` is computed by `graph.constant`: known without reading its data (a weight
+    held as a `dense_resource` handle is read only when its contents are asked for)."""
+    return isinstance(value, OpResult) and isinstance(value.op, graph.ConstantOp)
 
 
 def make_constant(array: Array, tensor_type: TensorType[Attribute]) -> graph.ConstantOp:
@@ -122,13 +129,14 @@ class FoldConstants(RewritePattern):
             return
         if isinstance(op, graph.ConstantOp | graph.FusedOp | graph.ExternalOp):
             return
-        arrays = [constant_value(v) for v in op.operands]
-        if any(a is None for a in arrays):
+        if not all(is_constant(v) for v in op.operands):
             return
         result_type = graph.tensor_type_of(op.results[0])
         size = _elements(result_type.get_shape())
-        if size > FOLD_LIMIT or size > max(a.size for a in arrays if a is not None):
+        largest = max(_elements(graph.tensor_type_of(v).get_shape()) for v in op.operands)
+        if size > FOLD_LIMIT or size > largest:
             return
+        arrays = [constant_value(v) for v in op.operands]
         # Imported here: the interpreter pulls in xDSL's interpreter framework, which a
         # module with nothing to fold (and `graphfuse --help`) need not load.
         from graphfuse.dialects.graph.interpreter import evaluate
