@@ -19,7 +19,8 @@ does not support, named); excluded (listed in EXCLUDED with the reason, never ru
 worker process died). The suite's targets are about passes, wrong results and crashes.
 
 Cases run in worker processes (`--jobs`, default the machine's cores) so that a crash in
-compiled code takes one case, not the run.
+compiled code takes one case, not the run. The command exits with 1 when any case is wrong
+or crashed (a refusal is not a failure), so CI fails on a wrong result.
 """
 
 from __future__ import annotations
@@ -510,7 +511,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(args.json, "w") as out:
             json.dump([o.__dict__ for o in outcomes], out, indent=0)
     print(report(outcomes))
-    return 0
+    bad = [o for o in outcomes if o.status in ("wrong", "crash")]
+    if bad:
+        print(f"{len(bad)} cases wrong or crashed: the suite fails", file=sys.stderr)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -13,8 +13,11 @@ import pytest
 from graphfuse.compiler import CompileOptions, Stage, lower_to
 from graphfuse.lowering.cpu.gemm import loop_tile_matmul, tile_plan
 from graphfuse.parsing import GraphfuseError, parse_text
+from graphfuse.runtime import llvm_lowering
 from graphfuse.runtime.build import CpuTarget, run_tool
+from graphfuse.runtime.cpu_tools import LANES_VARIABLE, runnable_lanes
 from graphfuse.testing.compare import compile_and_compare
+from graphfuse.toolchain import ToolchainError
 
 
 def _t(*shape: int) -> str:
@@ -188,20 +191,22 @@ TRANSPOSED_PACKS = [
 ]
 
 
+@pytest.mark.parametrize("lanes", runnable_lanes())
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("conv", TRANSPOSED_PACKS, ids=[str(c) for c in TRANSPOSED_PACKS])
 def test_channels_last_panels_are_packed_by_8x8_transposes(
-    conv: tuple[int, int, int, int, int, int, int], threads: int
+    conv: tuple[int, int, int, int, int, int, int], threads: int, lanes: int
 ) -> None:
     """Channels a multiple of 8 and full panels: the im2col panels are packed from the
     NHWC copy 8 channels x 8 points at a time (24 shuffles per block); same results."""
     text = _conv_bn_relu(*conv)
-    upstream = lower_to(parse_text(text, "conv"), Stage.UPSTREAM, CompileOptions(threads=threads))
+    options = CompileOptions(threads=threads, lanes=lanes)
+    upstream = lower_to(parse_text(text, "conv"), Stage.UPSTREAM, options)
     batch, channels, _, size, stride, padding, dilation = conv
     out = (size + 2 * padding - dilation * 2 - 1) // stride + 1
-    expected = _transposes(batch * out * out) + _copy_transposes(channels, size)
+    expected = _transposes(batch * out * out, lanes) + _copy_transposes(channels, size)
     assert upstream.count("vector.shuffle") == 24 * expected
-    compile_and_compare(parse_text(text, "conv"), options=CompileOptions(threads=threads))
+    compile_and_compare(parse_text(text, "conv"), options=options)
 
 
 def test_partial_channel_blocks_pack_point_by_point() -> None:
@@ -312,10 +317,47 @@ def test_avx512_geometry_matches_reference(case: str, threads: int) -> None:
     ("cpu", "lanes"),
     [("skylake-avx512", 16), ("znver4", 16), ("x86-64-v4", 16), ("znver3", 8), ("haswell", 8)],
 )
-def test_lanes_follow_the_target_cpu(cpu: str, lanes: int) -> None:
+def test_lanes_follow_the_target_cpu(cpu: str, lanes: int, monkeypatch: Any) -> None:
+    """A named CPU has its own width, whatever this machine is; this machine's CPU has
+    its widest unless GRAPHFUSE_LANES says otherwise."""
+    monkeypatch.delenv(LANES_VARIABLE, raising=False)
     assert CpuTarget(cpu=cpu).vector_lanes() == lanes
+    monkeypatch.setenv(LANES_VARIABLE, "8")
+    assert CpuTarget(cpu=cpu).vector_lanes() == lanes
+    assert CpuTarget(cpu=cpu).features() is None
+
+
+def test_this_cpu_has_its_widest_vectors_by_default(monkeypatch: Any) -> None:
+    monkeypatch.delenv(LANES_VARIABLE, raising=False)
     flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     assert CpuTarget().vector_lanes() == (16 if " avx512f" in flags else 8)
+    assert CpuTarget().vector_lanes() == max(runnable_lanes())
+    assert CpuTarget().features() is None
+
+
+def test_the_lanes_switch_builds_avx2_code(monkeypatch: Any) -> None:
+    """GRAPHFUSE_LANES=8 makes this machine's builds 8 lanes wide with AVX-512 off (as an
+    AVX2 machine builds them): llc gets -mattr=-avx512f where the CPU has it."""
+    monkeypatch.setenv(LANES_VARIABLE, "8")
+    target = CpuTarget()
+    assert target.vector_lanes() == 8
+    args = llvm_lowering.llc_args(target, 3)
+    assert ("-mattr=-avx512f" in args) == (16 in runnable_lanes())
+    assert CompileOptions().cpu_lowering().count("lanes=16") == 0
+
+
+@pytest.mark.parametrize("value", ["4", "avx2", "32"])
+def test_the_lanes_switch_refuses_other_widths(value: str, monkeypatch: Any) -> None:
+    monkeypatch.setenv(LANES_VARIABLE, value)
+    with pytest.raises(ToolchainError, match=f"GRAPHFUSE_LANES='{value}': must be 8"):
+        CpuTarget().vector_lanes()
+
+
+@pytest.mark.skipif(16 in runnable_lanes(), reason="refused only on a CPU without AVX-512")
+def test_the_lanes_switch_refuses_16_without_avx512(monkeypatch: Any) -> None:
+    monkeypatch.setenv(LANES_VARIABLE, "16")
+    with pytest.raises(ToolchainError, match="this CPU has no AVX-512"):
+        CpuTarget().vector_lanes()
 
 
 @pytest.mark.parametrize("cpu", ["skylake-avx512", "znver4"])
@@ -343,8 +385,13 @@ def test_grouped_and_depthwise_convolutions_stay_direct(groups: int) -> None:
     direct form computes them (grouped: from a channels-last copy; depthwise: from a row-
     padded one)."""
     text = _conv_bn_relu(2, 8, 8, 12, 1, 1, 1, groups)
-    assert "vector.fma" not in lower_to(parse_text(text, "grouped"), Stage.UPSTREAM)
-    compile_and_compare(parse_text(text, "grouped"), options=CompileOptions(threads=2))
+    # Counted at 16 lanes: at 8, the 12-point rows span more than a vector, and
+    # depthwise_rows.py computes them from the input rows with vector multiply-adds.
+    wide = CompileOptions(lanes=16)
+    assert "vector.fma" not in lower_to(parse_text(text, "grouped"), Stage.UPSTREAM, wide)
+    for lanes in runnable_lanes():
+        options = CompileOptions(threads=2, lanes=lanes)
+        compile_and_compare(parse_text(text, "grouped"), options=options)
 
 
 DEPTHWISE = [
