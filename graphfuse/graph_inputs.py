@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.hints import isa
 
+from graphfuse.dialects.graph.shape_rules import DYNAMIC_DIMENSIONS
 from graphfuse.parsing import GraphfuseError, location_of, op_error
 
 ELEMENT_TYPES = "f32, f16, bf16, f64, i8..i64, ui8..ui64 or i1"
@@ -95,8 +96,8 @@ def type_problem(typ: Attribute, empty: bool = False) -> str | None:
     for dim, size in enumerate(shape):
         if size < 0:
             return (
-                f"has a dynamic dimension (#{dim} of {typ}): graphfuse compiles static "
-                "shapes only (an ONNX model's dimensions are bound by --input-shape)"
+                f"has a dynamic dimension (#{dim} of {typ}): {DYNAMIC_DIMENSIONS} (an ONNX "
+                "model's are bound by --input-shape)"
             )
         if size == 0 and not empty:
             return f"is empty (dimension #{dim} of {typ} is 0): empty tensors are not supported"

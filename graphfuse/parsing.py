@@ -180,9 +180,9 @@ def _unsupported_type_at(span: Span[str]) -> str | None:
                 f"take {ELEMENT_TYPES}"
             )
         if "?" in dims:
-            return (
-                f"{match.group(0)} has a dynamic dimension: graphfuse compiles static shapes only"
-            )
+            from graphfuse.dialects.graph.shape_rules import DYNAMIC_DIMENSIONS
+
+            return f"{match.group(0)} has a dynamic dimension: {DYNAMIC_DIMENSIONS}"
     return None
 
 

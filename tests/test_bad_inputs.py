@@ -61,7 +61,20 @@ BAD_FILES = {
     ),
     "dynamic_dim": (
         _unary("tensor<?x4xf32>"),
-        r"bad\.mlir:1:1: @main argument #0 has a dynamic dimension \(#0 of tensor<\?x4xf32>\)",
+        r"bad\.mlir:2:3: 'graph\.neg' op operand #0 has a dynamic dimension \(#0 of "
+        r"tensor<\?x4xf32>\): dynamic dimensions are not supported yet$",
+    ),
+    "dynamic_dim_meets_static": (
+        ADD.replace("%x: tensor<4xf32>", "%x: tensor<?xf32>").replace(
+            "(tensor<4xf32>, tensor", "(tensor<?xf32>, tensor"
+        ),
+        r"bad\.mlir:2:3: 'graph\.add' op operand #0 has a dynamic dimension \(#0 of "
+        r"tensor<\?xf32>\): dynamic dimensions are not supported yet$",
+    ),
+    "unused_dynamic_argument": (
+        _unary("tensor<4xf32>", ", %y: tensor<2x?xf32>"),
+        r"bad\.mlir:1:1: @main argument #1 has a dynamic dimension \(#1 of tensor<2x\?xf32>\): "
+        r"dynamic dimensions are not supported yet",
     ),
     "unused_f80_argument": (
         _unary("tensor<4xf32>", ", %y: tensor<4xf80>"),

@@ -117,9 +117,20 @@ _KIND_RANK = {
 
 @dataclass(frozen=True)
 class FusionKindTrait(OpTrait):
-    """Declares how an op may fuse with its neighbours (TVM FuseOps pattern kind)."""
+    """Declares how an op may fuse with its neighbours (TVM FuseOps pattern kind).
+
+    Every op with a kind computes on static tensors: its verifier refuses a dynamic
+    dimension here, before the op's own shape rules (traits are verified first), which
+    would compare or print xDSL's placeholder size.
+    """
 
     kind: FusionKind
+
+    def verify(self, op: Operation) -> None:
+        for what, values in (("operand", op.operands), ("result", op.results)):
+            for index, value in enumerate(values):
+                if isinstance(value.type, TensorType):
+                    rules.check_static(tensor_type_of(value), f"{what} #{index}")
 
 
 class CompoundOp(OpTrait):

@@ -10,14 +10,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
 Shape = tuple[int, ...]
 
 
+DYNAMIC_DIMENSIONS = "dynamic dimensions are not supported yet"
+"""What every diagnostic about a `?` dimension ends with: the shape rules compute with sizes."""
+
+
 def format_shape(shape: Sequence[int]) -> str:
-    """Print a shape as MLIR does inside a tensor type: `4x8`, or `scalar` for rank 0."""
-    return "x".join(str(d) for d in shape) if shape else "scalar"
+    """Print a shape as MLIR does inside a tensor type: `4x8`, `?x8` (xDSL holds a dynamic
+    dimension as a negative size), or `scalar` for rank 0."""
+    return "x".join("?" if d < 0 else str(d) for d in shape) if shape else "scalar"
+
+
+def check_static(typ: TensorType[Attribute], what: str) -> None:
+    """`typ` has no dynamic dimension; `what` names the value (`operand #1`). Checked
+    before any shape rule, which would otherwise compute with the placeholder size."""
+    for dim, size in enumerate(typ.get_shape()):
+        if size < 0:
+            raise VerifyException(
+                f"{what} has a dynamic dimension (#{dim} of {typ}): {DYNAMIC_DIMENSIONS}"
+            )
 
 
 def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, f32
 from xdsl.utils.exceptions import VerifyException
 
 from graphfuse.dialects.graph import shape_rules as rules
@@ -15,6 +16,23 @@ from graphfuse.dialects.graph import shape_rules as rules
 )
 def test_broadcast_shapes_matches_numpy(shapes):
     assert rules.broadcast_shapes(*shapes) == np.broadcast_shapes(*shapes)
+
+
+def test_format_shape_dynamic_dimension():
+    """xDSL holds `?` as a negative size; messages print it as MLIR writes it."""
+    assert rules.format_shape((DYNAMIC_INDEX, 8)) == "?x8"
+    assert rules.format_shape(()) == "scalar"
+
+
+def test_check_static_names_the_dimension():
+    typ = TensorType(f32, (4, DYNAMIC_INDEX))
+    with pytest.raises(
+        VerifyException,
+        match=r"^operand #1 has a dynamic dimension \(#1 of "
+        r"tensor<4x\?xf32>\): dynamic dimensions are not supported yet$",
+    ):
+        rules.check_static(typ, "operand #1")
+    rules.check_static(TensorType(f32, (4, 8)), "operand #0")
 
 
 def test_broadcast_shapes_incompatible():

@@ -605,3 +605,19 @@ func.func @yield_parent(%x: tensor<4xf32>) {
   // CHECK: 'graph.yield' expects parent op 'graph.fused'
   func.return
 }
+
+// -----
+
+func.func @dynamic_operand(%x: tensor<?x8xf32>) {
+  %0 = graph.transpose %x perm = [1, 0] : tensor<?x8xf32> -> tensor<8x4xf32>
+  // CHECK: operand #0 has a dynamic dimension (#0 of tensor<?x8xf32>): dynamic dimensions are not supported yet
+  func.return
+}
+
+// -----
+
+func.func @dynamic_result(%x: tensor<4x8xf32>) {
+  %0 = graph.transpose %x perm = [1, 0] : tensor<4x8xf32> -> tensor<8x?xf32>
+  // CHECK: result #0 has a dynamic dimension (#1 of tensor<8x?xf32>): dynamic dimensions are not supported yet
+  func.return
+}
