@@ -104,8 +104,8 @@ def _import_kind(path: str) -> str:
 
 def _write_module(module: ModuleOp, output: str | None, inline: bool) -> None:
     """A module to `output` with its large weights in a safetensors file beside it
-    (graphfuse.weights), or, with `inline`, in the text; to stdout always whole, so that
-    it can be read back."""
+    (graphfuse.weights), or, with `inline`, in the text's dialect_resources section; to
+    stdout always whole, so that it can be read back."""
     from graphfuse.weights import module_text, write_module
 
     with timing.timed("print"):
@@ -640,8 +640,9 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--inline-weights",
             action="store_true",
-            help="weights over 4 KiB as bytes in the text (default: with -o, in a "
-            "<output>.safetensors file beside it; --emit shows their names and shapes)",
+            help="weights over 4 KiB as bytes in the text, in MLIR's dialect_resources "
+            "section (default: with -o, in a <output>.safetensors file beside it; --emit "
+            "shows their names and shapes)",
         )
     return parser
 

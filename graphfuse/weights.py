@@ -16,7 +16,9 @@ with a header of names, dtypes and shapes that is read without touching the data
 
 A constant's name comes from the `graph.name` hint the ONNX importer sets (the
 initializer's name); other constants are named `weight_<n>`. Printed output elides weights
-the same way (`--emit`): shape and name readable, bytes only on request (`inline=True`).
+the same way (`--emit`): shape and name readable, bytes only on request (`inline=True`), in
+MLIR's `dialect_resources` section after the module. graphfuse.resources finds a handle's
+bytes for a module xDSL's own parser read (plain `xdsl-opt`).
 """
 
 from __future__ import annotations
