@@ -2,11 +2,16 @@
 
 `python -m graphfuse.testing.fuzz.onnx_fuzz --minutes 30 --out build/fuzz` (or `make fuzz`)
 generates models from consecutive seeds, runs each through the oracle in a worker
-process, and shrinks the first few cases of each failure (verdict and blanked message)
-to a few nodes, saved as `<out>/<verdict>-<n>.onnx` with its inputs (`.npz`) and a
-one-line description (`.txt`). `<out>/report.txt`, rewritten after every case, counts
-cases by verdict and lists each distinct failure with its reduced repro. A case is
-reproduced from its seed: `generate(seed, ...)` with the sizes in the report.
+process at a setting drawn from the seed (`setting_for`), and shrinks the first few cases
+of each failure (verdict and blanked message) to a few nodes, saved as
+`<out>/<verdict>-<n>.onnx` with its inputs (`.npz`) and a one-line description (`.txt`).
+`<out>/report.txt`, rewritten after every case, counts cases by verdict and lists each
+distinct failure with its reduced repro. A case is reproduced from its seed:
+`generate(seed, ...)` with the sizes in the report, evaluated at the setting it names.
+
+Vector widths alternate across seeds rather than both running on every case: the oracle
+is onnxruntime at either width, so one build per case checks each width against it on
+half the cases at half the cost, and twice the graphs are seen in a given time.
 """
 
 from __future__ import annotations
@@ -22,12 +27,15 @@ from pathlib import Path
 import numpy as np
 
 from graphfuse.testing.fuzz.onnx_graphs import Case, generate
-from graphfuse.testing.fuzz.onnx_oracle import BUGS, Outcome, Verdict, Worker
+from graphfuse.testing.fuzz.onnx_oracle import BUGS, Outcome, Setting, Verdict, Worker
 from graphfuse.testing.fuzz.onnx_reduce import Reducer, node_list
 
 REDUCTIONS_PER_KEY = {Verdict.MISMATCH: 4, Verdict.CRASH: 2}
 """How many cases of one failure key to reduce: wrong numbers share a key ('values
 float32') across unrelated defects, so several are reduced and told apart by their nodes."""
+TEXT_EVERY = 4
+"""One seed in this many also runs the text stage (plain xdsl-opt on the imported file;
+onnx_text), whose process start would otherwise cost more than a small case's build."""
 
 
 def node_budget(rng: np.random.Generator, max_nodes: int) -> int:
@@ -48,7 +56,7 @@ class Finding:
     path: str
     nodes: str
     seed: int
-    threads: int
+    setting: Setting
     count: int = 1
 
 
@@ -60,6 +68,11 @@ class Fuzzer:
     threads: Sequence[int] = (1,)
     """Threads per kernel, taken in turn by consecutive seeds (1: serial loops; more:
     the OpenMP-lowered parallel loops and graphfuse's runtime)."""
+    lanes: Sequence[int | None] = (None,)
+    """Vector widths ($GRAPHFUSE_LANES; None: unset), taken in turn by seeds, each one
+    with every thread count."""
+    text_every: int = TEXT_EVERY
+    """Seeds per text-stage run (0: never)."""
     reduce_tests: int = 150
     reduce_seconds: float = 240.0
     counts: Counter[str] = field(default_factory=lambda: Counter[str]())
@@ -74,30 +87,38 @@ class Fuzzer:
         if case is None:
             self.counts["not generated"] += 1
             return None
-        threads = self.threads[seed % len(self.threads)]
-        outcome = self.worker.evaluate(case, threads)
+        setting = self.setting_for(seed)
+        outcome = self.worker.evaluate(case, setting)
         self.counts[outcome.verdict.value] += 1
         if outcome.verdict is Verdict.UNSUPPORTED:
             self.unsupported[outcome.category] += 1
         if outcome.verdict in BUGS:
-            self._record(case, outcome, threads)
+            self._record(case, outcome, setting)
         return outcome
 
-    def _record(self, case: Case, outcome: Outcome, threads: int) -> None:
+    def setting_for(self, seed: int) -> Setting:
+        """Threads in turn by seed; lanes in turn by each run of the thread counts, so
+        every pair is met; the text stage on every `text_every`-th seed."""
+        threads = self.threads[seed % len(self.threads)]
+        lanes = self.lanes[seed // len(self.threads) % len(self.lanes)]
+        text = self.text_every > 0 and seed % self.text_every == 0
+        return Setting(threads, lanes, text)
+
+    def _record(self, case: Case, outcome: Outcome, setting: Setting) -> None:
         limit = REDUCTIONS_PER_KEY.get(outcome.verdict, 1)
         if self.reduced[outcome.key] >= limit:
             self._count_known(outcome)
             return
         self.reduced[outcome.key] += 1
-        small = self.reduce(case, outcome, threads)
+        small = self.reduce(case, outcome, setting)
         if small is not case:
-            outcome = self.worker.evaluate(small, threads)  # the reduced case's own message
+            outcome = self.worker.evaluate(small, setting)  # the reduced case's own message
         identity = (*outcome.key, node_signature(small))
         if identity in self.findings:
             self.findings[identity].count += 1
             return
-        path = self.save(small, outcome, threads)
-        self.findings[identity] = Finding(outcome, path, node_list(small), case.seed, threads)
+        path = self.save(small, outcome, setting)
+        self.findings[identity] = Finding(outcome, path, node_list(small), case.seed, setting)
 
     def _count_known(self, outcome: Outcome) -> None:
         for identity, finding in self.findings.items():
@@ -105,9 +126,9 @@ class Fuzzer:
                 finding.count += 1
                 return
 
-    def reduce(self, case: Case, outcome: Outcome, threads: int = 1) -> Case:
+    def reduce(self, case: Case, outcome: Outcome, setting: Setting) -> Case:
         def still_fails(candidate: Case) -> bool:
-            return self.worker.evaluate(candidate, threads).key == outcome.key
+            return self.worker.evaluate(candidate, setting).key == outcome.key
 
         try:
             reducer = Reducer(case, still_fails, self.reduce_tests, self.reduce_seconds)
@@ -115,7 +136,7 @@ class Fuzzer:
             return case
         return reducer.run()
 
-    def save(self, case: Case, outcome: Outcome, threads: int) -> str:
+    def save(self, case: Case, outcome: Outcome, setting: Setting) -> str:
         """`<verdict>-<n>.onnx`, `.npz` and `.txt` under the output folder."""
         import onnx
 
@@ -125,7 +146,7 @@ class Fuzzer:
         np.savez(str(stem.with_suffix(".npz")), **case.feeds)
         first = outcome.message.splitlines()[0] if outcome.message else outcome.category
         line = (
-            f"{outcome.verdict.value}: {first} | seed {case.seed}, threads {threads} | "
+            f"{outcome.verdict.value}: {first} | seed {case.seed}, {setting.describe()} | "
             f"nodes: {node_list(case)}"
         )
         stem.with_suffix(".txt").write_text(line + "\n" + outcome.message + "\n")
@@ -141,7 +162,7 @@ class Fuzzer:
             lines.append(
                 f"  {o.verdict.value} x{finding.count}: {o.category} | {first} | "
                 f"{finding.path} | nodes: {finding.nodes} | seed {finding.seed}, "
-                f"threads {finding.threads}"
+                f"{finding.setting.describe()}"
             )
         lines += ["", "unsupported (expected diagnostics):"]
         lines += [f"  x{count}: {category}" for category, count in self.unsupported.most_common()]
@@ -158,8 +179,7 @@ def fuzz(args: argparse.Namespace) -> Fuzzer:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("GRAPHFUSE_CACHE_DIR", str(out / "cache"))
-    threads = args.threads
-    fuzzer = Fuzzer(out, Worker(threads[0]), args.max_nodes, threads)
+    fuzzer = Fuzzer(out, Worker(), args.max_nodes, args.threads, args.lanes, args.text_every)
     deadline = time.monotonic() + 60 * args.minutes
     seed, start = args.seed, time.monotonic()
     while time.monotonic() < deadline and (args.cases is None or seed < args.seed + args.cases):
@@ -177,7 +197,9 @@ def _write_report(fuzzer: Fuzzer, args: argparse.Namespace, seed: int, start: fl
     elapsed = time.monotonic() - start
     header = (
         f"graphfuse ONNX fuzzer: seeds {args.seed}..{seed - 1}, {elapsed / 60:.1f} min, "
-        f"max {args.max_nodes} nodes, threads {','.join(map(str, args.threads))}"
+        f"max {args.max_nodes} nodes, threads {','.join(map(str, args.threads))}, "
+        f"lanes {','.join(str(n or 'native') for n in args.lanes)}, text stage every "
+        f"{args.text_every or 'no'} seeds"
     )
     # Written aside and renamed: a run stopped mid-write keeps its last whole report.
     out = Path(fuzzer.out)
@@ -185,24 +207,24 @@ def _write_report(fuzzer: Fuzzer, args: argparse.Namespace, seed: int, start: fl
     (out / "report.txt.new").replace(out / "report.txt")
 
 
-def reduce_saved(path: str, threads: int) -> str:
+def reduce_saved(path: str, setting: Setting) -> str:
     """Reduce a saved repro (`x.onnx` beside `x.npz`) again, as `x-reduced.onnx`: for
     cases found by an older reducer, or written by hand."""
     import onnx
 
     stem = Path(path).with_suffix("")
     case = Case(onnx.load(path), dict(np.load(str(stem.with_suffix(".npz")))))
-    fuzzer = Fuzzer(stem.parent, Worker(threads))
-    outcome = fuzzer.worker.evaluate(case, threads)
+    fuzzer = Fuzzer(stem.parent, Worker())
+    outcome = fuzzer.worker.evaluate(case, setting)
     if outcome.verdict not in BUGS:
         fuzzer.worker.close()
         return f"{path}: {outcome.verdict.value}, nothing to reduce"
-    small = fuzzer.reduce(case, outcome, threads)
-    outcome = fuzzer.worker.evaluate(small, threads)
+    small = fuzzer.reduce(case, outcome, setting)
+    outcome = fuzzer.worker.evaluate(small, setting)
     fuzzer.worker.close()
     fuzzer.out = stem.parent / f"{stem.name}-reduced"
     fuzzer.out.mkdir(exist_ok=True)
-    return f"{outcome.verdict.value}: {node_list(small)}: {fuzzer.save(small, outcome, threads)}"
+    return f"{outcome.verdict.value}: {node_list(small)}: {fuzzer.save(small, outcome, setting)}"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -215,19 +237,44 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--threads", default="1", help="threads per kernel, in turn by seed (e.g. 1,2)"
     )
+    parser.add_argument(
+        "--lanes",
+        default="auto",
+        help="vector widths ($GRAPHFUSE_LANES), in turn by seed: 'auto' (every width this "
+        "machine runs), 'native' (unset), or e.g. 8,16",
+    )
+    parser.add_argument(
+        "--text-every",
+        type=int,
+        default=TEXT_EVERY,
+        help="run the text stage (graphfuse import, plain xdsl-opt) on one seed in this "
+        "many (0: never)",
+    )
     parser.add_argument("--verbose", action="store_true", help="one line per case")
     parser.add_argument("--reduce", metavar="ONNX", help="reduce a saved repro and stop")
     args = parser.parse_args(argv)
     args.threads = [int(t) for t in str(args.threads).split(",")]
+    args.lanes = _lanes(str(args.lanes))
     if args.seed is None:
         args.seed = int(time.time()) % 1_000_000 * 1000
     return args
 
 
+def _lanes(value: str) -> list[int | None]:
+    from graphfuse.runtime.cpu_tools import runnable_lanes
+
+    if value == "auto":
+        return list(runnable_lanes())
+    if value == "native":
+        return [None]
+    return [int(n) for n in value.split(",")]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.reduce:
-        print(reduce_saved(args.reduce, args.threads[0]))
+        setting = Setting(args.threads[0], args.lanes[0], args.text_every > 0)
+        print(reduce_saved(args.reduce, setting))
         return 0
     fuzzer = fuzz(args)
     print((Path(fuzzer.out) / "report.txt").read_text(), end="")

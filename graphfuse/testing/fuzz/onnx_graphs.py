@@ -18,9 +18,11 @@ from typing import Any
 import numpy as np
 
 Array = np.ndarray[Any, Any]
-OPSETS = (17, 18, 18, 20)
-"""Opsets a model may import: 17 (LayerNormalization), 18 (axes as inputs), 20 (Gelu)."""
+OPSETS = (17, 18, 18, 20, 23, 24)
+"""Opsets a model may import: 17 (LayerNormalization), 18 (axes as inputs), 20 (Gelu),
+23 and 24 (Attention)."""
 IR_VERSION = 9
+"""The IR version of a model, or the lowest its opset needs when that is higher."""
 MAX_ELEMENTS = 60_000
 """Largest tensor a recipe may make: keeps each case a fraction of a second to run."""
 SIZES = (1, 1, 2, 3, 3, 4, 5, 7, 8, 16, 127)
@@ -81,12 +83,15 @@ class GraphBuilder:
         return tensor
 
     def node(
-        self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs: Any
+        self, op_type: str, inputs: Sequence[str], outputs: int | Sequence[bool] = 1, **attrs: Any
     ) -> list[Tensor] | None:
-        """Add a node if ONNX's shape inference gives each output a static shape."""
+        """Add a node if ONNX's shape inference gives each named output a static shape.
+        `outputs` counts the outputs, or says which to name: an optional output left
+        unnamed (False) is one the node does not compute (Attention's present_key)."""
         from onnx import helper
 
-        names = [self.fresh("t") for _ in range(outputs)]
+        wanted = [True] * outputs if isinstance(outputs, int) else list(outputs)
+        names = [self.fresh("t") if named else "" for named in wanted]
         proto = helper.make_node(op_type, list(inputs), names, name=self.fresh("n"), **attrs)
         typed = self._infer(proto)
         if typed is None:
@@ -167,7 +172,7 @@ def _static_outputs(proto: Any, inferred: dict[str, Any]) -> list[Tensor] | None
     from onnx import helper
 
     outputs: list[Tensor] = []
-    for name in proto.output:
+    for name in filter(None, proto.output):
         if name not in inferred or not inferred[name].tensor_type.HasField("shape"):
             return None
         tensor_type = inferred[name].tensor_type
@@ -194,7 +199,8 @@ def to_model(b: GraphBuilder, outputs: Sequence[Tensor]) -> Any:
         [numpy_helper.from_array(a, n) for n, a in b.initializers.items()],
     )
     opsets = [helper.make_opsetid("", b.opset)]
-    return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION)
+    ir_version = max(IR_VERSION, helper.find_min_ir_version_for(opsets))
+    return helper.make_model(graph, opset_imports=opsets, ir_version=ir_version)
 
 
 def _value_info(t: Tensor) -> Any:

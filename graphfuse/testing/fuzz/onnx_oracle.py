@@ -1,20 +1,29 @@
 """The differential oracle: one ONNX case through graphfuse, compared with onnxruntime.
 
-Stages: import (`from_onnx`), fuse (`lower_to(..., Stage.GRAPH)`; the text must re-parse
-and fuse again to the same text), compile for the CPU, run. The first failure classifies
-the case (`Verdict`); its `category` is the message with names and numbers blanked, so
-the same defect found twice (or kept while reducing) compares equal. Comparisons scale
-with the output: f32 within 1e-4 of its largest magnitude, f16 within 3e-2, ints and bools
-exactly. `Worker` runs cases in a child process, so a crash or hang in a compiled kernel
-is a verdict, not the end of the fuzzer.
+Stages: import (`from_onnx`), fuse (`lower_to(..., Stage.GRAPH)`), compile for the CPU
+at the case's threads and vector width (`Setting`), run and compare; then the fused text
+must re-parse and fuse again to the same text; and, where the setting asks, the text
+stage (onnx_text: `graphfuse import`, plain `xdsl-opt -p graph-fuse`, the reference
+interpreter) must give onnxruntime's numbers too. Wrong numbers are looked for first, so
+a text defect does not hide them. The first failure classifies the case (`Verdict`); its
+`category` is the message with names and numbers blanked, so the same defect found twice
+(or kept while reducing) compares equal. Comparisons scale with the output: f32 within
+1e-4 of its largest magnitude, f16 within 3e-2, ints and bools exactly. `Worker` runs
+cases in a child process, so a crash or hang in a compiled kernel is a verdict, not the
+end of the fuzzer.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -85,22 +94,50 @@ def blank(message: str) -> str:
     return text[:160]
 
 
-def evaluate(case: Case, threads: int = 1) -> Outcome:
+@dataclass(frozen=True)
+class Setting:
+    """How one case is built and checked: threads per kernel, the vector width
+    (`$GRAPHFUSE_LANES` for the build; None leaves it unset: the CPU's widest), and
+    whether the text stage runs too."""
+
+    threads: int = 1
+    lanes: int | None = None
+    text: bool = False
+
+    def describe(self) -> str:
+        lanes = "native" if self.lanes is None else str(self.lanes)
+        return f"threads {self.threads}, lanes {lanes}" + (", text" if self.text else "")
+
+
+def evaluate(case: Case, setting: Setting = Setting()) -> Outcome:
     """Run the case through every stage; the first failure is the outcome."""
     try:
         expected = onnxruntime_outputs(case.model, case.feeds)
     except Exception as error:  # noqa: BLE001 - onnxruntime raises many kinds
         return Outcome(Verdict.INVALID, "onnxruntime", str(error).splitlines()[0][:200])
     try:
-        actual = _run_graphfuse(case, threads)
+        fused, actual = _run_graphfuse(case, setting)
+        outcome = _judge(case, expected, actual)
+        if outcome.verdict is Verdict.OK:
+            _check_idempotent(fused)
+        if outcome.verdict is Verdict.OK and setting.text:
+            outcome = _judge(case, expected, _run_text(case), "text: ")
     except _Failed as failed:
         return failed.outcome
+    return outcome
+
+
+def _judge(case: Case, expected: list[Array], actual: list[Array], stage: str = "") -> Outcome:
+    """OK when `actual` is onnxruntime's outputs within tolerance (for f16 models, or
+    ONNX's reference evaluator's); a mismatch's category is prefixed by `stage`."""
     f16 = _uses_f16(case.model)
     outcome = _compare(expected, actual, f16)
     if outcome.verdict is Verdict.MISMATCH and f16:
         second = _onnx_reference_outputs(case)
         if second is not None and _compare(second, actual, f16).verdict is Verdict.OK:
             return Outcome(Verdict.OK)
+    if outcome.verdict is Verdict.MISMATCH and stage:
+        return Outcome(outcome.verdict, stage + outcome.category, stage + outcome.message)
     return outcome
 
 
@@ -121,22 +158,63 @@ def _onnx_reference_outputs(case: Case) -> list[Array] | None:
     return [np.asarray(o) for o in outputs]
 
 
-def _run_graphfuse(case: Case, threads: int) -> list[Array]:
+def _run_graphfuse(case: Case, setting: Setting) -> tuple[str, list[Array]]:
+    """The fused text and the compiled model's outputs."""
     import graphfuse
     from graphfuse.compiler import CompileOptions, Stage, lower_to
-    from graphfuse.parsing import parse_text
 
     module = _stage("import", lambda: graphfuse.from_onnx(case.model))
     fused = _stage("fuse", lambda: lower_to(module.clone(), Stage.GRAPH))
+    options = CompileOptions(threads=setting.threads)
+    with lanes_variable(setting.lanes):
+        compiled = _stage("compile", lambda: graphfuse.compile(module, options=options))
+    result = _stage("run", lambda: compiled(*_arrays(case)))
+    return fused, list(result) if isinstance(result, tuple) else [result]
+
+
+@contextmanager
+def lanes_variable(lanes: int | None) -> Iterator[None]:
+    """`$GRAPHFUSE_LANES` set to `lanes` (unset for None) while the block runs: the switch
+    that also turns off AVX-512 for 8 lanes, and that the build cache keys include."""
+    from graphfuse.runtime.cpu_tools import LANES_VARIABLE
+
+    before = os.environ.pop(LANES_VARIABLE, None)
+    if lanes is not None:
+        os.environ[LANES_VARIABLE] = str(lanes)
+    try:
+        yield
+    finally:
+        os.environ.pop(LANES_VARIABLE, None)
+        if before is not None:
+            os.environ[LANES_VARIABLE] = before
+
+
+def _arrays(case: Case) -> list[Array]:
+    return [case.feeds[i.name] for i in case.model.graph.input if i.name in case.feeds]
+
+
+def _check_idempotent(fused: str) -> None:
+    """The fused text re-parses and fuses again to itself."""
+    from graphfuse.compiler import Stage, lower_to
+    from graphfuse.parsing import parse_text
+
     again = _stage("re-parse", lambda: parse_text(fused), Verdict.NOT_IDEMPOTENT)
     twice = _stage("re-fuse", lambda: lower_to(again, Stage.GRAPH), Verdict.NOT_IDEMPOTENT)
     if twice != fused:
         raise _Failed(_not_idempotent(fused, twice))
-    options = CompileOptions(threads=threads)
-    compiled = _stage("compile", lambda: graphfuse.compile(module, options=options))
-    arrays = [case.feeds[i.name] for i in case.model.graph.input if i.name in case.feeds]
-    result = _stage("run", lambda: compiled(*arrays))
-    return list(result) if isinstance(result, tuple) else [result]
+
+
+def _run_text(case: Case) -> list[Array]:
+    """The outputs of the text stage (onnx_text) in a folder of its own."""
+    from graphfuse.dialects.graph import interpreter
+    from graphfuse.testing.fuzz import onnx_text
+
+    with tempfile.TemporaryDirectory(prefix="graphfuse-fuzz-") as name:
+        folder = Path(name)
+        written = _stage("text import", lambda: onnx_text.import_command(case.model, folder))
+        fused = _stage("xdsl-opt", lambda: onnx_text.xdsl_opt_fuse(written), Verdict.CRASH)
+        module = _stage("text parse", lambda: onnx_text.parse_fused(fused))
+        return list(_stage("interpret", lambda: interpreter.run(module, "main", *_arrays(case))))
 
 
 def _not_idempotent(fused: str, twice: str) -> Outcome:
@@ -247,27 +325,25 @@ def _difference(want: Array, got: Array, f16: bool = False) -> tuple[str, str] |
 class Worker:
     """A child process that evaluates cases, restarted after a crash or a hang."""
 
-    def __init__(self, threads: int = 1, timeout: float = 300.0) -> None:
+    def __init__(self, timeout: float = 300.0) -> None:
         import multiprocessing
 
         self.context = multiprocessing.get_context("spawn")
-        self.threads = threads
         self.timeout = timeout
         self.process: Any = None
         self.connection: Any = None
 
     def _start(self) -> None:
         parent, child = self.context.Pipe()
-        self.process = self.context.Process(target=_serve, args=(child, self.threads))
+        self.process = self.context.Process(target=_serve, args=(child,))
         self.process.daemon = True
         self.process.start()
         self.connection = parent
 
-    def evaluate(self, case: Case, threads: int | None = None) -> Outcome:
+    def evaluate(self, case: Case, setting: Setting = Setting()) -> Outcome:
         if self.process is None or not self.process.is_alive():
             self._start()
-        chosen = self.threads if threads is None else threads
-        self.connection.send((case.model.SerializeToString(), case.feeds, chosen))
+        self.connection.send((case.model.SerializeToString(), case.feeds, setting))
         if not self.connection.poll(self.timeout):
             self.close()
             return Outcome(Verdict.CRASH, "hang", f"no answer in {self.timeout:.0f} s")
@@ -285,13 +361,13 @@ class Worker:
         self.process = None
 
 
-def _serve(connection: Any, threads: int) -> None:
+def _serve(connection: Any) -> None:
     import onnx
 
     while True:
         try:
-            data, feeds, *chosen = connection.recv()
+            data, feeds, setting = connection.recv()
         except EOFError:
             return
         case = Case(onnx.load_from_string(data), feeds)
-        connection.send(evaluate(case, chosen[0] if chosen else threads))
+        connection.send(evaluate(case, setting))

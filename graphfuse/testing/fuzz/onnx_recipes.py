@@ -333,21 +333,23 @@ def dropout_identity(b: GraphBuilder) -> None:
 Recipe = Callable[[GraphBuilder], None]
 
 
-def _other_modules() -> tuple[dict[Recipe, float], dict[Recipe, float]]:
+def _other_modules() -> tuple[dict[Recipe, float], ...]:
     """The recipes kept in their own modules, which import this one's helpers."""
     from graphfuse.testing.fuzz.onnx_anchors import ANCHORS
+    from graphfuse.testing.fuzz.onnx_attention import ATTENTION_RECIPES
     from graphfuse.testing.fuzz.onnx_dtypes import DTYPE_RECIPES
 
-    return DTYPE_RECIPES, ANCHORS
+    return DTYPE_RECIPES, ANCHORS, ATTENTION_RECIPES
 
 
 def _table() -> tuple[list[Recipe], np.ndarray[Any, Any]]:
-    dtypes, anchors = _other_modules()
+    dtypes, anchors, attention = _other_modules()
     table: dict[Recipe, float] = {
         unary: 6, guarded_unary: 4, binary: 10, compare_select: 3, clip: 2, **dtypes,
         softmax: 3, reduce: 4, layer_norm: 2, batch_norm: 1,
         transpose: 3, reshape: 3, squeeze_unsqueeze: 2, expand: 2, gather: 2, slice_: 3,
         concat: 2, split: 1, pad: 1, dropout_identity: 1, unsupported: 0.4, **anchors,
+        **attention,
     }  # fmt: skip
     weights = np.array(list(table.values()), dtype=np.float64)
     return list(table), weights / weights.sum()
