@@ -25,7 +25,7 @@ from xdsl.utils.hints import isa
 from graphfuse import compile_cache, pipelines
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop import abi
-from graphfuse.graph_inputs import check_graph_module
+from graphfuse.graph_inputs import check_calls, check_graph_module
 from graphfuse.lowering.gpu.convert_loop_to_gpu import ConvertLoopToGpuPass, check_block_size
 from graphfuse.outputs import check_output_file
 from graphfuse.parsing import GraphfuseError, parse_file, verify
@@ -475,7 +475,7 @@ def lower_for_cpu(
     fusion and the loop conversion."""
     from graphfuse.lowering.graph_to_loop.detached_constants import large_constants
 
-    _entry(module, entry)
+    check_calls(_entry(module, entry))
     with timed("graph to loop"):
         fuse(module, options)
         if fused is not None:
@@ -567,7 +567,7 @@ def _compile_cuda(
     if options.chip is None:
         options = replace(options, chip=gpu.info().chip)
     module = load(module_or_path, input_shapes, constants)
-    _entry(module, entry)
+    check_calls(_entry(module, entry))
     fuse(module, options, cpu=False)
     signature = to_gpu(module, options, entry)
     assert signature is not None

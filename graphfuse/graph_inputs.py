@@ -4,12 +4,14 @@ The graph dialect's verifiers check each op; what they cannot see is the module 
 whole: ops must sit inside functions, and every tensor must be static, non-empty and of an
 element type the graph ops take (`func.func` accepts any argument type, so an unused f64
 argument would otherwise slip through to the lowering). A function that is run or compiled
-must also have a body (`check_entry`); a declaration elsewhere in the module is left alone.
+must also have a body (`check_entry`), as must the functions it calls (`check_calls`); a
+declaration elsewhere in the module is left alone.
 Each problem is one line naming the function, argument or op, and its location.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import cast
 
 from xdsl.dialects import func
@@ -24,6 +26,7 @@ from xdsl.dialects.builtin import (
     TensorType,
 )
 from xdsl.ir import Attribute, Operation
+from xdsl.traits import SymbolTable
 from xdsl.utils.hints import isa
 
 from graphfuse.dialects.graph.shape_rules import DYNAMIC_DIMENSIONS
@@ -75,6 +78,38 @@ def check_entry(function: func.FuncOp) -> func.FuncOp:
             "without a body: graphfuse runs and compiles functions of graph ops"
         )
     return function
+
+
+def check_calls(function: func.FuncOp) -> func.FuncOp:
+    """`function`, a graph function to be run or compiled: every function it calls,
+    directly or through its callees, has a body. A declaration would otherwise reach the
+    interpreter or the tools as a symbol nothing defines. Checked on the graph module
+    only: a lowered one calls runtime functions that are declarations by design."""
+    reached = {function.sym_name.data}
+    callers = [function]
+    while callers:
+        for callee in _callees(callers.pop()):
+            if callee.sym_name.data not in reached:
+                reached.add(callee.sym_name.data)
+                callers.append(callee)
+    return function
+
+
+def _callees(caller: func.FuncOp) -> Iterator[func.FuncOp]:
+    """The functions `caller`'s `func.call`s name; a declaration among them is refused."""
+    for call in caller.body.walk():
+        if not isinstance(call, func.CallOp):
+            continue
+        callee = SymbolTable.lookup_symbol(call, call.callee)
+        if not isinstance(callee, func.FuncOp):
+            continue  # the call's verifier names a callee that is not a function
+        if callee.is_declaration:
+            raise GraphfuseError(
+                f"{location_of(call)}: 'func.call' op in @{caller.sym_name.data} calls "
+                f"@{callee.sym_name.data}, a declaration without a body: graphfuse runs and "
+                "compiles functions of graph ops (give it a body of graph ops)"
+            )
+        yield callee
 
 
 def _op_where(op: Operation, index: int) -> str:

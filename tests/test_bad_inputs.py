@@ -52,6 +52,14 @@ BAD_FILES = {
         "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %x : tensor<4xf32>\n",
         r"bad\.mlir:1:53: '\{' is never closed",
     ),
+    "unclosed_brace_after_comments": (
+        "// a model\n\n" + ADD.removesuffix("}\n"),
+        r"bad\.mlir:3:72: '\{' is never closed \(the file ends first\)$",
+    ),
+    "unclosed_second_function": (
+        ADD + _unary("tensor<4xf32>").replace("@main", "@g").removesuffix("}\n"),
+        r"bad\.mlir:5:50: '\{' is never closed \(the file ends first\)$",
+    ),
     "extra_brace": (ADD + "}\n", r"bad\.mlir:5:1: '\}' closes no '\{'$"),
     "garbage_start": ("@@@ " + ADD, r"bad\.mlir:1:1: .*identifier"),
     "binary": ("\x00\x01\x02" + ADD, r"bad\.mlir:1:1: Unexpected character: \\x00$"),
@@ -131,6 +139,68 @@ def test_declaration_as_entry_is_refused(command, tmp_path, monkeypatch, capsys)
     assert _left_behind(tmp_path, {"bad.mlir"}) == set()
     with pytest.raises(GraphfuseError, match="@main is a declaration without a body"):
         graphfuse.compile("bad.mlir")
+
+
+CALLS_DECLARATION = DECLARATION.replace("@main", "@ext") + (
+    "func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+    "  %0 = graph.neg %x : tensor<2xf32>\n"
+    "  %1 = func.call @ext(%0) : (tensor<2xf32>) -> tensor<2xf32>\n"
+    "  func.return %1 : tensor<2xf32>\n}\n"
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["run"], ["run", "--reference"], ["compile"], ["compile", "-o", "x.so"], ["profile"]],
+)
+def test_call_of_a_declaration_is_refused(argv, tmp_path, monkeypatch, capsys):
+    """The declared callee is named before any pass or tool runs (not as a symbol the
+    tools cannot find)."""
+    (tmp_path / "bad.mlir").write_text(CALLS_DECLARATION)
+    monkeypatch.chdir(tmp_path)
+    status, err = _run_main([argv[0], "bad.mlir", *argv[1:]], capsys)
+    _assert_one_line(
+        status,
+        err,
+        r"^graphfuse: error: bad\.mlir:4:3: 'func\.call' op in @main calls @ext, a "
+        r"declaration without a body",
+    )
+    assert _left_behind(tmp_path, {"bad.mlir"}) == set()
+    with pytest.raises(GraphfuseError, match="calls @ext, a declaration without a body"):
+        graphfuse.compile("bad.mlir")
+
+
+def test_call_of_a_declaration_through_a_callee(tmp_path, monkeypatch, capsys):
+    text = CALLS_DECLARATION.replace("@main", "@mid") + (
+        "func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+        "  %0 = func.call @mid(%x) : (tensor<2xf32>) -> tensor<2xf32>\n"
+        "  func.return %0 : tensor<2xf32>\n}\n"
+    )
+    (tmp_path / "bad.mlir").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    status, err = _run_main(["run", "bad.mlir", "--reference"], capsys)
+    _assert_one_line(status, err, r"bad\.mlir:4:3: 'func\.call' op in @mid calls @ext")
+
+
+@pytest.mark.parametrize(
+    ("callee", "pattern"),
+    [
+        (DECLARATION.replace("@main", "@ext"), r"calls @ext, a declaration without a body"),
+        (
+            _unary("tensor<2xf32>").replace("@main", "@ext"),
+            r"calls @ext: calls between graph functions are not compiled yet \(inline @ext "
+            r"into @main\)",
+        ),
+    ],
+)
+def test_call_at_a_stage_of_the_whole_module(callee, pattern, tmp_path, monkeypatch, capsys):
+    """`--emit` lowers every function: convert-graph-to-loop names the call it cannot
+    lower, not a graph-fuse that did run."""
+    main_text = CALLS_DECLARATION.split("\n", 1)[1]
+    (tmp_path / "bad.mlir").write_text(callee + main_text)
+    monkeypatch.chdir(tmp_path)
+    status, err = _run_main(["compile", "bad.mlir", "--emit", "loop"], capsys)
+    _assert_one_line(status, err, r"^graphfuse: error: 'func\.call' in @main " + pattern)
 
 
 def test_module_with_a_declared_callee_still_fuses(tmp_path, monkeypatch, capsys):

@@ -564,7 +564,9 @@ def run(module: ModuleOp, name: str, *arrays: Any, f32_as_f64: bool = False) -> 
     from the f32 one measures how much rounding a result suffers (e.g. from cancellation),
     which differential tests use to size their tolerance.
     """
-    function = find_function(module, name)
+    from graphfuse.graph_inputs import check_calls
+
+    function = check_calls(find_function(module, name))
     token = F32_AS_F64.set(f32_as_f64)
     try:
         args = _check_arguments(function, arrays)

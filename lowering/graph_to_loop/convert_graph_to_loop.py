@@ -6,7 +6,8 @@ in destination-passing style: the caller passes a buffer for every result, and o
 buffer for every value that crosses kernels without being returned (and for values a kernel
 materialises inside itself), so running the function allocates nothing. The attributes
 `graphfuse.outputs` and `graphfuse.scratch` say how many buffers of each kind it takes.
-Ops outside kernels other than constants are refused: run graph-fuse first.
+Ops outside kernels other than constants are refused: run graph-fuse first (a call between
+functions is refused too: graph-fuse leaves it outside any kernel).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 from xdsl.utils.hints import isa
 
@@ -36,6 +38,22 @@ from graphfuse.dialects.loop import abi
 from graphfuse.lowering.graph_to_loop.buffers import GlobalPool, memref_of
 from graphfuse.lowering.graph_to_loop.kernel_lowering import kernel_signature, lower_kernel
 from graphfuse.lowering.graph_to_loop.operand_layouts import OPERAND_COPIES
+
+
+def _call_problem(call: func.CallOp, caller: str) -> str:
+    """Why a call cannot be lowered: graph-fuse leaves calls between kernels, and kernels
+    are all this pass makes (running graph-fuse again would not help)."""
+    callee = SymbolTable.lookup_symbol(call, call.callee)
+    name = call.callee.string_value()
+    if isinstance(callee, func.FuncOp) and callee.is_declaration:
+        return (
+            f"'func.call' in @{caller} calls @{name}, a declaration without a body: "
+            "graphfuse compiles functions of graph ops (give it a body of graph ops)"
+        )
+    return (
+        f"'func.call' in @{caller} calls @{name}: calls between graph functions are not "
+        f"compiled yet (inline @{name} into @{caller})"
+    )
 
 
 @dataclass(frozen=True)
@@ -138,9 +156,12 @@ class _FunctionLowering:
             return None
         if isinstance(op, graph.FusedOp):
             return self._lower_kernel(op)
+        caller = self.function.sym_name.data
+        if isinstance(op, func.CallOp):
+            raise PassFailedException(_call_problem(op, caller))
         name = getattr(op, "name", type(op).__name__)
         raise PassFailedException(
-            f"'{name}' in @{self.function.sym_name.data} is outside any graph.fused kernel; "
+            f"'{name}' in @{caller} is outside any graph.fused kernel; "
             "run graph-fuse before convert-graph-to-loop"
         )
 
