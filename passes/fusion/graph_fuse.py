@@ -45,6 +45,7 @@ from graphfuse.passes.fusion.graph_fuse_patterns import fuse_patterns
 from graphfuse.passes.fusion.kernel_plan import Plan
 from graphfuse.passes.fusion.outline import inline, outline, sort_block
 from graphfuse.passes.fusion.partition import Partitioner
+from graphfuse.passes.options import check_at_least
 from graphfuse.passes.rewrites.graph_decompose import GraphDecomposePass
 from graphfuse.passes.rewrites.graph_simplify import GraphSimplifyPass
 
@@ -314,15 +315,9 @@ class GraphFusePass(ModulePass):
 
     def check_options(self) -> None:
         """Refuse out-of-range options with one PassFailedException naming the option and
-        what it allows (xdsl-opt and the graphfuse command print it as one line), before
-        any IR changes."""
-        for name, least in LEAST.items():
-            value = getattr(self, name)
-            if value < least:
-                option = name.replace("_", "-")
-                raise PassFailedException(
-                    f"graph-fuse: option {option} must be >= {least}, got {value}"
-                )
+        what it allows (passes/options.py), before any IR changes."""
+        for field, least in LEAST.items():
+            check_at_least(self.name, field, getattr(self, field), least)
         if self.target not in TARGETS:
             raise PassFailedException(
                 f"graph-fuse: unknown target '{self.target}'; valid targets: "

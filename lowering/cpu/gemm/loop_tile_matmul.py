@@ -54,13 +54,14 @@ from graphfuse.lowering.cpu.gemm.split_reductions import split_reductions
 from graphfuse.lowering.cpu.gemm.tile_kernels import TaskEmitter
 from graphfuse.lowering.cpu.gemm.tile_plan import plan_tiling
 from graphfuse.lowering.cpu.image_copies import interleave_image_copies
-from graphfuse.lowering.cpu.lanes import DEFAULT_LANES
+from graphfuse.lowering.cpu.lanes import DEFAULT_LANES, check_lanes
 from graphfuse.lowering.cpu.padded_copies import split_padded_copies
 from graphfuse.lowering.cpu.separable_gathers import separate_gathers
 from graphfuse.lowering.cpu.separable_pools import separate_pools
 from graphfuse.lowering.cpu.strided_phases import split_strided_phases
 from graphfuse.lowering.cpu.transposed_copies import transpose_copies
 from graphfuse.lowering.cpu.winograd import winograd_convolutions
+from graphfuse.passes.options import check_at_least
 
 Pack = Callable[[GemmBuilder], None]
 
@@ -132,6 +133,8 @@ class LoopTileMatmulPass(ModulePass):
     split of rows and panels into tasks is balanced for it (task_balance.py)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_lanes(self.name, self.lanes)
+        check_at_least(self.name, "workers", self.workers, 1)
         added: dict[str, int] = {}
         constants = constant_arguments(op)
         scratch = scratch_arguments(op)

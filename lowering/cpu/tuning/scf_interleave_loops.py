@@ -24,8 +24,9 @@ from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from graphfuse.lowering.cpu.lanes import DEFAULT_LANES
+from graphfuse.lowering.cpu.lanes import DEFAULT_LANES, check_lanes
 from graphfuse.lowering.cpu.tuning.loop_annotations import LoopAnnotation, trip_count, vector_valued
+from graphfuse.passes.options import check_at_least
 
 MIN_OPS = 20
 """LLVM's own cut (its small-loop cost) is 20; tanh's body, 26 ops, is the smallest heavy
@@ -61,6 +62,9 @@ class ScfInterleaveLoopsPass(ModulePass):
     lanes: int = DEFAULT_LANES
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_at_least(self.name, "count", self.count, 1)
+        check_at_least(self.name, "reduction_count", self.reduction_count, 1)
+        check_lanes(self.name, self.lanes)
         annotation = LoopAnnotation(interleave=self.count)
         reduction = LoopAnnotation(interleave=self.reduction_count)
         for loop in op.walk():

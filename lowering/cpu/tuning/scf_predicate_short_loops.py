@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from graphfuse.lowering.cpu.lanes import DEFAULT_LANES
+from graphfuse.lowering.cpu.lanes import DEFAULT_LANES, check_lanes
 from graphfuse.lowering.cpu.tuning.loop_annotations import LoopAnnotation, trip_count, vector_valued
 
 
@@ -93,6 +93,7 @@ class ScfPredicateShortLoopsPass(ModulePass):
     lanes: int = DEFAULT_LANES
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_lanes(self.name, self.lanes)
         for loop in op.walk():
             if not isinstance(loop, scf.ForOp) or "loop_annotation" in loop.attributes:
                 continue
