@@ -2,13 +2,15 @@
 
 xDSL's parser leaves `op.location` unknown unless the text spells out `loc(...)`; graphfuse
 records each op's line and column as it parses, so a verifier failure found later names the
-op and where it is. `GraphfuseError` carries the one-line message the CLI prints.
+op and where it is. `GraphfuseError` carries the one-line message the CLI prints;
+`option_error` is the one shape of every pass's refusal of an option value.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,7 +28,12 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.parser import Parser
 from xdsl.universe import Universe
-from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.exceptions import (
+    DiagnosticException,
+    ParseError,
+    PassFailedException,
+    VerifyException,
+)
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
@@ -206,6 +213,29 @@ def op_error(op: Operation, message: str) -> GraphfuseError:
     first_line = message.strip().splitlines()[0] if message.strip() else "is invalid"
     name = op.op_name.data if isinstance(op, UnregisteredOp) else op.name
     return GraphfuseError(f"{location_of(op)}: '{name}' op {first_line}")
+
+
+def option_error(pass_name: str, field: str, allowed: str, value: object) -> PassFailedException:
+    """A pass option out of range, named as a pipeline spells it, in the one shape every
+    graphfuse pass uses: `graph-fuse: option max-depth must be >= 1, got 0`. Raised at the
+    start of `apply`, before any IR changes; graphfuse and `xdsl-opt --verify-diagnostics`
+    print it as one line (plain xdsl-opt re-raises every exception: docs/cli.md)."""
+    option = field.replace("_", "-")
+    return PassFailedException(f"{pass_name}: option {option} must be {allowed}, got {value}")
+
+
+def check_at_least(pass_name: str, field: str, value: int, least: int) -> None:
+    """The option held in `field` (`max_depth`) is at least `least`."""
+    if value < least:
+        raise option_error(pass_name, field, f">= {least}", value)
+
+
+def check_one_of(pass_name: str, field: str, value: int, choices: Sequence[int]) -> None:
+    """The option held in `field` is one of `choices` (`lanes`: 8 or 16)."""
+    if value not in choices:
+        *most, last = (str(c) for c in choices)
+        allowed = f"{', '.join(most)} or {last}" if most else last
+        raise option_error(pass_name, field, allowed, value)
 
 
 def parse_text(

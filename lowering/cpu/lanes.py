@@ -6,7 +6,7 @@ default and the widths they accept are defined once here. The compiler passes th
 target's width (16 on AVX-512, see `CpuTarget.vector_lanes`); this default is AVX2's 8.
 """
 
-from graphfuse.passes.options import check_one_of
+from graphfuse.parsing import check_one_of
 
 DEFAULT_LANES = 8
 

@@ -31,6 +31,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import functions
+from graphfuse.parsing import check_at_least
 from graphfuse.passes.analysis.cost_model import CPU_HOST, TARGETS, Target
 from graphfuse.passes.analysis.dataflow import (
     DataflowGraph,
@@ -45,7 +46,6 @@ from graphfuse.passes.fusion.graph_fuse_patterns import fuse_patterns
 from graphfuse.passes.fusion.kernel_plan import Plan
 from graphfuse.passes.fusion.outline import inline, outline, sort_block
 from graphfuse.passes.fusion.partition import Partitioner
-from graphfuse.passes.options import check_at_least
 from graphfuse.passes.rewrites.graph_decompose import GraphDecomposePass
 from graphfuse.passes.rewrites.graph_simplify import GraphSimplifyPass
 
@@ -315,7 +315,7 @@ class GraphFusePass(ModulePass):
 
     def check_options(self) -> None:
         """Refuse out-of-range options with one PassFailedException naming the option and
-        what it allows (passes/options.py), before any IR changes."""
+        what it allows (`option_error` in graphfuse/parsing.py), before any IR changes."""
         for field, least in LEAST.items():
             check_at_least(self.name, field, getattr(self, field), least)
         if self.target not in TARGETS:

@@ -61,7 +61,7 @@ from graphfuse.lowering.cpu.separable_pools import separate_pools
 from graphfuse.lowering.cpu.strided_phases import split_strided_phases
 from graphfuse.lowering.cpu.transposed_copies import transpose_copies
 from graphfuse.lowering.cpu.winograd import winograd_convolutions
-from graphfuse.passes.options import check_at_least
+from graphfuse.parsing import check_at_least
 
 Pack = Callable[[GemmBuilder], None]
 

@@ -26,7 +26,7 @@ from xdsl.passes import ModulePass
 
 from graphfuse.lowering.cpu.lanes import DEFAULT_LANES, check_lanes
 from graphfuse.lowering.cpu.tuning.loop_annotations import LoopAnnotation, trip_count, vector_valued
-from graphfuse.passes.options import check_at_least
+from graphfuse.parsing import check_at_least
 
 MIN_OPS = 20
 """LLVM's own cut (its small-loop cost) is 20; tanh's body, 26 ops, is the smallest heavy

@@ -16,8 +16,8 @@ from xdsl.utils.exceptions import PassFailedException
 from graphfuse.lowering.cpu.gemm.loop_tile_matmul import LoopTileMatmulPass
 from graphfuse.lowering.cpu.tuning.scf_interleave_loops import ScfInterleaveLoopsPass
 from graphfuse.lowering.cpu.tuning.scf_predicate_short_loops import ScfPredicateShortLoopsPass
+from graphfuse.parsing import check_at_least, check_one_of
 from graphfuse.passes.fusion.graph_fuse import GraphFusePass
-from graphfuse.passes.options import check_at_least, check_one_of
 from tests.conftest import parse
 
 XDSL_OPT = Path(sys.executable).parent / "xdsl-opt"
