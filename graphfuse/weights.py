@@ -317,6 +317,10 @@ def named_weights_file(text: str, folder: Path | None) -> WeightsFile | None:
         return MissingWeightsFile("text parsed without its file cannot name a weights file")
     path = named_weights_path(text, folder)
     assert path is not None
+    if not path.is_file():  # said at the first handle, which the message then names
+        return MissingWeightsFile(
+            f"weights file {path} not found (the module names it in {WEIGHTS_ATTR})"
+        )
     return WeightsFile(path)
 
 

@@ -173,7 +173,8 @@ def test_missing_weights_file_is_one_line(tmp_path: Path) -> None:
     run = graphfuse("stats", "c.mlir", cwd=tmp_path)
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert run.stderr.count("\n") == 1
-    assert "c.safetensors: weights file not found" in run.stderr
+    assert "'graph.constant' op dense_resource<weight_0> has no data: weights file" in run.stderr
+    assert "c.safetensors not found" in run.stderr
 
 
 def test_weight_of_another_shape_is_named(tmp_path: Path) -> None:
