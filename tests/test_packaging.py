@@ -184,7 +184,7 @@ def test_wheel_install_console_script_writes_library_here(installed: Installed, 
     assert done.stdout.startswith("wrote x.so: <compiled @main(256x512xf32, 512xf32) -> (256xf32)")
     written = {path.name for path in tmp_path.iterdir()}
     assert {"x.mlir", "x.so"} <= written
-    # Beside it: its C header (issue 26) and the parallel runtime it links, if built apart.
+    # Beside it: its C header and the parallel runtime it links, if built apart.
     others = written - {"x.mlir", "x.so", "x.h"}
     assert all(name.startswith("libgraphfuse_parallel-") for name in others), written
 

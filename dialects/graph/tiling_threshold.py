@@ -11,11 +11,9 @@ dot-product nest would evaluate it for every multiply-add.
 from __future__ import annotations
 
 MIN_FLOPS = 1 << 13
-"""Multiply-adds below which a contraction keeps its dot-product form. It was 1 << 16 until
-issue 25's profiles showed the small matmuls of tiny transformers (MobileViT's, a Llama's
-per-head attention) at 4-6 GFLOP/s as dot products; tiled from 8,192 multiply-adds the tiny
-models ran 15-30% faster (ViT 0.092 -> 0.058 ms, Llama 0.142 -> 0.105 ms, MobileViT 0.89 ->
-0.63 ms, 2 threads, side by side with onnxruntime in one process)."""
+"""Multiply-adds below which a contraction keeps its dot-product form: the small matmuls of
+tiny transformers (MobileViT's, a Llama's per-head attention) run faster tiled from here
+on than as dot products (the measurements are in docs/decisions.md)."""
 
 
 MIN_POINTS, MIN_REDUCTION = 64, 4

@@ -6,7 +6,7 @@ published sizes (BERT-base, GPT-2 small, ViT-B/16, ResNet-50, MobileNetV2 1.0/22
 benchmark. The dynamo exporter is used: it gives static shapes and folds shape arithmetic
 (the TorchScript exporter rejects transformers 5's keyword-only forward signatures).
 
-`HELD_OUT` holds shapes the compiler was not developed against (issue 24): a Whisper audio
+`HELD_OUT` holds shapes the compiler was not developed against: a Whisper audio
 encoder (Conv1D stem), Swin (shifted-window attention) and a Llama decoder (grouped-query
 attention, rotary embeddings, RMSNorm, SwiGLU, causal mask); full sizes are whisper-tiny's
 encoder, Swin-T and SmolLM-135M's decoder. Issue 25 adds MobileViT (apple/mobilevit-small,
@@ -315,8 +315,8 @@ HELD_OUT: dict[str, Callable[[bool], tuple[Any, dict[str, Any]]]] = {
     "distilbert": distilbert,
     "t5_encoder": t5_encoder,
 }
-"""Networks added after the first five (issue 24's held-out Whisper, Swin and Llama; issue
-25's MobileViT, ConvNeXt, DistilBERT and T5 encoder); kept apart from MODELS so that the
+"""Networks added after the first five (the held-out Whisper, Swin and Llama;
+MobileViT, ConvNeXt, DistilBERT and T5 encoder); kept apart from MODELS so that the
 scripts and tests that loop over MODELS see the same five networks as before."""
 
 

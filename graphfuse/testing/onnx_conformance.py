@@ -117,7 +117,7 @@ def _as_tensor(value: Any) -> np.ndarray | None:
 @cache
 def all_cases(extended: bool = False) -> dict[str, Case]:
     """Every tensor node case by name, in the suite's order: the cases whose data are
-    NumPy arrays (1,506 with onnx 1.23: the set issue 24 measured onnxruntime on), or with
+    NumPy arrays (1,506 with onnx 1.23: the set onnxruntime's figure is quoted on), or with
     `extended` also those whose data are NumPy scalars or TensorProtos."""
     with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")

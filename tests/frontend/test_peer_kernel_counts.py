@@ -1,4 +1,4 @@
-"""Kernel counts on small graphs where XLA and Inductor make few kernels (issue 25): the
+"""Kernel counts on small graphs where XLA and Inductor make few kernels: the
 Q/K/V projections as one GEMM, ReLU before MaxPool as one kernel, attention written by
 hand (MatMul, Reshape, Transpose, Mul, Softmax, MatMul) in 5. Each graph is an ONNX model
 with its weights as initializers, as exporters write them; the compiled results are checked
