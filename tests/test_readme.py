@@ -17,12 +17,9 @@ without one, with the driver's reason; PTX (`--target nvptx`) needs none and run
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,10 +28,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from graphfuse.runtime.cuda_driver import unavailable_reason
+from tests.subprocesses import VENV_BIN, run_as_user
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-VENV_BIN = Path(sys.executable).parent
 SKIPPED = ("make demo", "make test")
 """Commands left out, with the reason in the module docstring."""
 
@@ -151,13 +148,5 @@ def test_readme_command_runs(command: str, models: dict[str, bytes], tmp_path: P
         if reason is not None:
             pytest.skip(f"--target cuda runs on a GPU: {reason}")
     _prepare(tmp_path, models)
-    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    done = subprocess.run(
-        ["bash", "-c", _as_written_here(command)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_as_user(_as_written_here(command), tmp_path)
     assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"

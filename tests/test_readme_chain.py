@@ -12,7 +12,6 @@ plain xdsl-opt on an imported model too, and a module written with `--inline-wei
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -25,7 +24,8 @@ import graphfuse
 from graphfuse.compiler import CompileOptions
 from graphfuse.parsing import parse_file
 from graphfuse.testing.model_zoo import Exported, export, onnxruntime_run
-from tests.test_readme import README, VENV_BIN, shell_commands
+from tests.subprocesses import VENV_BIN, run_as_user
+from tests.test_readme import README, shell_commands
 
 MODELS = ("resnet", "bert", "gpt2")
 """A convolutional network (batch norms, whose folding makes new constants) and two
@@ -45,16 +45,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Exported]:
 
 
 def _run(command: list[str] | str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    shell = isinstance(command, str)
-    done = subprocess.run(
-        ["bash", "-c", command] if shell else command,
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_as_user(command, cwd)
     assert done.returncode == 0, f"{command}\n{done.stderr[-4000:]}"
     return done
 

@@ -21,6 +21,7 @@ from graphfuse.frontend.tosa import from_tosa
 from graphfuse.frontend.tosa.convert_tosa_to_graph import ConvertTosaToGraphPass
 from graphfuse.parsing import GraphfuseError
 from tests.frontend.tosa import tosa_text as t
+from tests.subprocesses import xdsl_opt
 
 ROOT = Path(__file__).resolve().parents[3]
 MODELS = Path(__file__).resolve().parents[3] / "examples" / "tosa"
@@ -28,6 +29,21 @@ MODELS = Path(__file__).resolve().parents[3] / "examples" / "tosa"
 
 def _exp(typ: str) -> str:
     return t.function("main", [typ], [typ], [f"%y = tosa.exp %arg0 : ({typ}) -> {typ}"], "%y")
+
+
+def _adds_resource_w() -> str:
+    """@main adding a constant held as `dense_resource<w>` (tensor<2xf32>) to its input."""
+    return t.function(
+        "main",
+        ["tensor<2xf32>"],
+        ["tensor<2xf32>"],
+        [
+            '%c = "tosa.const"() <{values = dense_resource<w> : tensor<2xf32>}> : () -> '
+            "tensor<2xf32>",
+            "%y = tosa.add %arg0, %c : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>",
+        ],
+        "%y",
+    )
 
 
 BAD = {
@@ -91,34 +107,14 @@ BAD = {
         r"^bad\.tosa\.mlir:2:8: 'math\.exp' op is not a TOSA op",
     ),
     "dense_resource_of_the_wrong_size": (
-        t.function(
-            "main",
-            ["tensor<2xf32>"],
-            ["tensor<2xf32>"],
-            [
-                '%c = "tosa.const"() <{values = dense_resource<w> : tensor<2xf32>}> : () -> '
-                "tensor<2xf32>",
-                "%y = tosa.add %arg0, %c : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>",
-            ],
-            "%y",
-        )
+        _adds_resource_w()
         + '{-#\n  dialect_resources: {\n    builtin: {\n      w: "0x040000000000803F"\n'
         "    }\n  }\n#-}\n",
         r"^bad\.tosa\.mlir:2:8: 'tosa\.const' op dense_resource<w> holds 4 bytes in "
         r"dialect_resources, tensor<2xf32> needs 8$",
     ),
     "dense_resource_without_data": (
-        t.function(
-            "main",
-            ["tensor<2xf32>"],
-            ["tensor<2xf32>"],
-            [
-                '%c = "tosa.const"() <{values = dense_resource<w> : tensor<2xf32>}> : () -> '
-                "tensor<2xf32>",
-                "%y = tosa.add %arg0, %c : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>",
-            ],
-            "%y",
-        ),
+        _adds_resource_w(),
         r"^bad\.tosa\.mlir:2:8: 'tosa\.const' op dense_resource<w> has no data",
     ),
 }
@@ -193,17 +189,8 @@ def test_xdsl_opt_converts_and_fuses_generic_tosa(tmp_path: Path) -> None:
         text=True,
         check=True,
     ).stdout
-    run = subprocess.run(
-        [
-            str(Path(sys.executable).parent / "xdsl-opt"),
-            "--allow-unregistered-dialect",
-            "-p",
-            "convert-tosa-to-graph,graph-fuse",
-        ],
-        input=generic,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    run = xdsl_opt(
+        "--allow-unregistered-dialect", "-p", "convert-tosa-to-graph,graph-fuse", stdin=generic
     )
     assert run.returncode == 0, run.stderr
     assert "tosa." not in run.stdout

@@ -5,7 +5,6 @@ converted by plain `xdsl-opt`, each checked against NumPy."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ from graphfuse.frontend.tosa import from_tosa
 from graphfuse.parsing import parse_text
 from graphfuse.resources import blob_text
 from tests.frontend.tosa import tosa_text as t
+from tests.subprocesses import xdsl_opt
 
 Array = np.ndarray
 
@@ -111,19 +111,12 @@ def test_xdsl_opt_converts_tosa_resources(weights: dict[str, Array], tmp_path: P
         cwd=tmp_path,
     ).stdout
     assert "dialect_resources" in generic
-    xdsl_opt = str(Path(sys.executable).parent / "xdsl-opt")
-    run = subprocess.run(
-        [
-            xdsl_opt,
-            "--disable-verify",
-            "--allow-unregistered-dialect",
-            "-p",
-            "convert-tosa-to-graph,graph-fuse",
-        ],
-        input=generic,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    run = xdsl_opt(
+        "--disable-verify",
+        "--allow-unregistered-dialect",
+        "-p",
+        "convert-tosa-to-graph,graph-fuse",
+        stdin=generic,
     )
     assert run.returncode == 0, run.stderr
     assert "tosa." not in run.stdout
