@@ -4,7 +4,7 @@ Every failure the user can cause (unreadable or invalid file, wrong arguments, m
 tool) ends as one `graphfuse: error: ...` line and exit status 1, never a traceback.
 
 Every command, `--help` included, first builds the whole parser, so whatever this module
-imports at its top each one pays for: the parser takes its defaults from graphfuse.defaults
+imports at its top each one pays for: the parser takes its defaults from graphfuse.options
 and each command imports xDSL, NumPy and the compiler when it runs (tests/test_cli.py checks
 that start-up loads neither xDSL nor NumPy).
 """
@@ -20,7 +20,8 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from graphfuse import defaults, timing
+from graphfuse import timing
+from graphfuse.options import AT_LEAST, BLOCK_SIZE, GPU_CHIP, PTX_ISA
 
 if TYPE_CHECKING:
     import numpy as np
@@ -289,7 +290,7 @@ RUN_TOLERANCE = 1e-5
 def _options(args: argparse.Namespace) -> CompileOptions:
     """The CompileOptions the command line gives (its options are named as their fields);
     an option not given takes the field's default."""
-    from graphfuse.compiler import CompileOptions
+    from graphfuse.options import CompileOptions
 
     given = {f.name: getattr(args, f.name, None) for f in fields(CompileOptions)}
     return CompileOptions(**{name: value for name, value in given.items() if value is not None})
@@ -331,23 +332,37 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def _compile_library(args: argparse.Namespace) -> int:
     """The CPU library, compiled from the file itself (not a module loaded here), so an
-    unchanged model is found whole in the compile cache."""
-    from graphfuse.compiler import compile as compile_module
-    from graphfuse.frontend.onnx_checks import parse_constants, parse_input_shapes
-    from graphfuse.runtime.compiled import CompiledFunction
+    unchanged model is found whole in the compile cache: then nothing but the cache is
+    imported (compile_cache.compile_cached), the compiler only on a miss."""
+    from graphfuse import compile_cache
 
     output = _default_output(args)
-    compiled = compile_module(
-        args.file,
-        args.entry,
-        "cpu",
-        options=_options(args),
-        output=output,
-        input_shapes=parse_input_shapes(args.input_shape or []),
-        constants=parse_constants(args.constant or []),
+    input_shapes, constants = {}, {}
+    if args.input_shape or args.constant:
+        from graphfuse.frontend.onnx_checks import parse_constants, parse_input_shapes
+
+        input_shapes = parse_input_shapes(args.input_shape or [])
+        constants = parse_constants(args.constant or [])
+    options = _options(args)
+    called = compile_cache.compile_cached(
+        args.file, args.entry, options, Path(output), input_shapes, constants
     )
-    assert isinstance(compiled, CompiledFunction)
-    print(f"wrote {output}: {compiled!r}".replace(str(compiled.library_path), output))
+    if called is None:
+        from graphfuse.compiler import compile as compile_module
+        from graphfuse.runtime.compiled import CompiledFunction
+
+        compiled = compile_module(
+            args.file,
+            args.entry,
+            "cpu",
+            options=options,
+            output=output,
+            input_shapes=input_shapes,
+            constants=constants,
+        )
+        assert isinstance(compiled, CompiledFunction)
+        called = compiled.described()
+    print(f"wrote {output}: <compiled {called} from {output}>")
     from graphfuse.runtime.c_api.naming import header_path
 
     header = header_path(Path(output))
@@ -480,7 +495,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     """Fuse a graph file: print or write the fused module, optionally a Graphviz picture."""
     from graphfuse import pipelines
     from graphfuse.dialects.graph import functions
-    from graphfuse.dot import function_to_dot
+    from graphfuse.passes.analysis.kernel_picture import function_to_dot
     from graphfuse.outputs import write_all
     from graphfuse.parsing import verify
     from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
@@ -706,7 +721,7 @@ def _compile_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpu", help="llc -mcpu (default: this machine)")
     parser.add_argument(
         "--threads",
-        type=_at_least(defaults.AT_LEAST["threads"]),
+        type=_at_least(AT_LEAST["threads"]),
         help="workers per parallel loop (default: this machine's cores)",
     )
     parser.add_argument(
@@ -718,20 +733,20 @@ def _compile_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--chip",
-        help=f"GPU chip for PTX, e.g. sm_80 (default: {defaults.GPU_CHIP}, or the GPU's own)",
+        help=f"GPU chip for PTX, e.g. sm_80 (default: {GPU_CHIP}, or the GPU's own)",
     )
-    parser.add_argument("--ptx-isa", help=f"PTX ISA version (default: {defaults.PTX_ISA})")
+    parser.add_argument("--ptx-isa", help=f"PTX ISA version (default: {PTX_ISA})")
     parser.add_argument(
         "--block-size",
         type=int,
-        help=f"GPU threads per block (default: {defaults.BLOCK_SIZE})",
+        help=f"GPU threads per block (default: {BLOCK_SIZE})",
     )
 
 
 def _max_depth_argument(parser: argparse.ArgumentParser) -> None:
     """--max-depth; left out, graph-fuse's default."""
     parser.add_argument(
-        "--max-depth", type=_at_least(defaults.AT_LEAST["max_depth"]), help="most ops per kernel"
+        "--max-depth", type=_at_least(AT_LEAST["max_depth"]), help="most ops per kernel"
     )
 
 

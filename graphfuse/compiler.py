@@ -9,10 +9,9 @@ take their defaults from the passes that use them.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -23,19 +22,19 @@ from xdsl.ir import Attribute
 from xdsl.utils.hints import isa
 
 from graphfuse import compile_cache, pipelines
+from graphfuse import options as options_module
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop import abi
 from graphfuse.graph_inputs import check_calls, check_graph_module
-from graphfuse.lowering.gpu.convert_loop_to_gpu import ConvertLoopToGpuPass, check_block_size
+from graphfuse.lowering.gpu.convert_loop_to_gpu import check_block_size
+from graphfuse.options import CompileOptions
 from graphfuse.outputs import check_output_file
 from graphfuse.parsing import GraphfuseError, parse_file, verify
-from graphfuse.passes.fusion.graph_fuse import DEFAULT_MAX_DEPTH
-from graphfuse.passes.fusion.graph_fuse import LEAST as GRAPH_FUSE_LEAST
-from graphfuse.runtime.build import CpuTarget, build_module_library, to_llvm_ir
+from graphfuse.runtime.build import build_module_library, to_llvm_ir
 from graphfuse.runtime.c_api.describe import scratch_offsets
 from graphfuse.runtime.compiled import CompiledFunction
 from graphfuse.runtime.cuda_function import CudaFunction, HostPlan
-from graphfuse.runtime.nvptx import DEFAULT_CHIP, NvptxTarget, build_ptx
+from graphfuse.runtime.nvptx import build_ptx
 from graphfuse.timing import timed
 from graphfuse.weights import module_text
 
@@ -53,76 +52,8 @@ class Stage(Enum):
     PTX = "ptx"
 
 
-AT_LEAST: dict[str, int] = {"max_depth": GRAPH_FUSE_LEAST["max_depth"], "threads": 1}
-"""The least value of each count option (max_depth: graph-fuse's own bound); the CLI's
---max-depth and --threads check the same."""
-
-
-@dataclass(frozen=True)
-class CompileOptions:
-    """How a graph is compiled. `fuse=False` gives every op its own kernel (the baseline
-    the benchmarks compare against); `max_depth` caps the ops per kernel."""
-
-    fuse: bool = True
-    max_depth: int = DEFAULT_MAX_DEPTH
-    refine: bool = True
-    """Refine the TVM partition with the cost model (False: TVM's rules alone)."""
-    cpu: str = CpuTarget.cpu
-    opt_level: int = CpuTarget.opt_level
-    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
-    """Workers for each kernel's parallel loops (default: this machine's cores)."""
-    lanes: int | None = None
-    """f32 lanes of the tiled matmul and convolution kernels' vectors: None picks 16 where
-    the CPU has AVX-512, else 8; 8 on an AVX-512 CPU keeps to 256-bit registers."""
-
-    block_size: int = ConvertLoopToGpuPass.block_size
-    """GPU threads per block (a multiple of 32 up to 1024)."""
-    chip: str | None = None
-    """The GPU the PTX is for (see graphfuse.runtime.nvptx.CHIP_MIN_PTX); None: sm_90 for
-    PTX files, the GPU's own for target 'cuda'."""
-    ptx_isa: str = NvptxTarget.ptx_isa
-
-    def __post_init__(self) -> None:
-        """Options are checked where they are made, so a bad one never starts a build."""
-        for name in ("max_depth", "threads", "opt_level", "block_size"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise GraphfuseError(f"{name} must be an integer, got {value!r}")
-        for name, least in AT_LEAST.items():
-            value = getattr(self, name)
-            if value < least:
-                raise GraphfuseError(f"{name} must be at least {least}, got {value}")
-        if self.lanes not in (None, 8, 16):
-            raise GraphfuseError(f"lanes must be 8 or 16, got {self.lanes}")
-        if self.opt_level not in (0, 1, 2, 3):
-            raise GraphfuseError(f"opt_level must be 0, 1, 2 or 3, got {self.opt_level}")
-        if not self.cpu.strip():
-            raise GraphfuseError("cpu is empty: name an LLVM CPU, or 'native' for this one")
-
-    def fusion(self) -> dict[str, int | bool]:
-        """graph-fuse's options (see pipelines.fusion): without `fuse`, one op per kernel."""
-        if not self.fuse:
-            return {"max_depth": 1, "refine": False}
-        return {"max_depth": self.max_depth, "refine": self.refine}
-
-    def cpu_lowering(self) -> str:
-        """The CPU lowering pipeline for these options' threads and vector lanes."""
-        lanes = self.lanes or self.target.vector_lanes()
-        return pipelines.cpu_lowering(self.threads > 1, lanes, workers=self.threads)
-
-    @property
-    def target(self) -> CpuTarget:
-        return CpuTarget(cpu=self.cpu, opt_level=self.opt_level, threads=self.threads)
-
-    @property
-    def build_target(self) -> CpuTarget:
-        """`target` as a build uses it: an opt level the user chose applies to every
-        kernel (the default: GEMM tiles only)."""
-        return replace(self.target, uniform_opt_level=self.opt_level != CpuTarget.opt_level)
-
-    @property
-    def nvptx(self) -> NvptxTarget:
-        return NvptxTarget(chip=self.chip or DEFAULT_CHIP, ptx_isa=self.ptx_isa)
+AT_LEAST = options_module.AT_LEAST
+"""The least value of each count option (graphfuse.options)."""
 
 
 TARGETS = ("cpu", "cuda")
@@ -402,11 +333,11 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     # the build reuses objects.
     key = (
         None
-        if output is None
-        else _model_key(module_or_path, entry, options, input_shapes, constants, Path(output))
+        if output is None or not _is_model_file(module_or_path)
+        else compile_cache.key_for(Path(module_or_path), entry, options, input_shapes, constants)
     )
     if key is not None and output is not None:
-        found = compile_cache.lookup(key)
+        found = compile_cache.lookup(key, Path(output).name)
         if found is not None:
             return _from_cache(found, entry, output)
     module = load(module_or_path, input_shapes, constants)
@@ -422,6 +353,16 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
             detached,
             caller_types={entry: (signature.inputs, signature.outputs)},
         )
+    compiled = CompiledFunction(
+        library,
+        entry,
+        signature.inputs,
+        signature.outputs,
+        scratch,
+        kernels,
+        detached if output is None else {},
+        offsets,
+    )
     if key is not None:
         threaded = options.threads > 1 and any(op.name == "scf.parallel" for op in module.walk())
         with timed("keep in the model cache"):
@@ -435,18 +376,10 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
                     "scratch_offsets": list(offsets) if offsets is not None else None,
                     "kernels": kernels,
                     "threaded": threaded,
+                    "called": compiled.described(),
                 },
             )
-    return CompiledFunction(
-        library,
-        entry,
-        signature.inputs,
-        signature.outputs,
-        scratch,
-        kernels,
-        detached if output is None else {},
-        offsets,
-    )
+    return compiled
 
 
 @dataclass(frozen=True)
@@ -497,52 +430,17 @@ def lower_for_cpu(
     )
 
 
-def _model_key(
-    module_or_path: ModuleOp | str | Path,
-    entry: str,
-    options: CompileOptions,
-    input_shapes: Mapping[str, Sequence[int]] | None,
-    constants: Mapping[str, Any] | None = None,
-    output: Path | None = None,
-) -> str | None:
-    """The whole-model cache key of a model file (None for a module in memory). A library
-    written out is keyed by its C symbols' prefix too (taken from its file name), so the
-    header and the symbols of a copy from the cache match the name asked for."""
-    if not isinstance(module_or_path, str | Path) or _looks_like_mlir_text(str(module_or_path)):
-        return None
-    path = Path(module_or_path)
-    if path.suffix.lower() not in INPUT_KINDS or not path.is_file():
-        return None  # load() says what is wrong
-    with timed("look up the model cache"):
-        settings = {f.name: getattr(options, f.name) for f in fields(options)}
-        settings["resolved_cpu"] = options.target.resolved_cpu()
-        settings["cpu_features"] = options.target.features()
-        settings["lanes"] = options.lanes or options.target.vector_lanes()
-        if output is not None:
-            from graphfuse.runtime.c_api.naming import symbol_prefix
-
-            settings["c_symbol_prefix"] = symbol_prefix(output)
-        for name, value in sorted((constants or {}).items()):
-            import numpy as np
-
-            settings[f"constant {name}"] = np.asarray(value).tolist()
-        return compile_cache.model_key(path, entry, settings, input_shapes)
-
-
 def _from_cache(found: compile_cache.CachedModel, entry: str, output: Path) -> CompiledFunction:
-    """The cached library, copied to `output`."""
+    """The cached library, put at `output` (compile_cache.install)."""
     from graphfuse.parsing import parse_type
-    from graphfuse.runtime.build import install_library
 
-    described = found.signature
-    library = Path(output).absolute()
-    install_library(found.library, library, bool(described["threaded"]))
+    described = compile_cache.install(found, output)
 
     def types(key: str) -> list[MemRefType[Attribute]]:
         return _memrefs([parse_type(text) for text in described[key]])
 
     return CompiledFunction(
-        library,
+        Path(output).absolute(),
         entry,
         types("inputs"),
         types("outputs"),
@@ -550,6 +448,15 @@ def _from_cache(found: compile_cache.CachedModel, entry: str, output: Path) -> C
         int(described["kernels"]),
         scratch_offsets=described.get("scratch_offsets"),
     )
+
+
+def _is_model_file(module_or_path: ModuleOp | str | Path) -> bool:
+    """A path of a model file (what the model cache keys): not a module in memory, nor
+    text, nor a path load() refuses (it says what is wrong)."""
+    if not isinstance(module_or_path, str | Path) or _looks_like_mlir_text(str(module_or_path)):
+        return False
+    path = Path(module_or_path)
+    return path.is_file() and any(path.name.lower().endswith(s) for s in INPUT_KINDS)
 
 
 def _compile_cuda(

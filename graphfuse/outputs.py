@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from graphfuse.parsing import GraphfuseError
+from graphfuse.errors import GraphfuseError
 
 
 def check_output_file(path: str | Path) -> Path:

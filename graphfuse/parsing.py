@@ -29,7 +29,6 @@ from xdsl.ir import Attribute, Operation, OpResult, SSAValue
 from xdsl.parser import Parser
 from xdsl.universe import Universe
 from xdsl.utils.exceptions import (
-    DiagnosticException,
     ParseError,
     PassFailedException,
     VerifyException,
@@ -37,16 +36,14 @@ from xdsl.utils.exceptions import (
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
+from graphfuse.errors import GraphfuseError
+
 if TYPE_CHECKING:
     from graphfuse.weights import WeightsFile
 
 NAME_HINT = "graph.name"
 """Discardable attribute on a constant: the name its weight is printed under
 (graphfuse.weights)."""
-
-
-class GraphfuseError(DiagnosticException):
-    """A problem with the user's input or tools, as one line: where, what, and the fix."""
 
 
 def make_context() -> Context:

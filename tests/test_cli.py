@@ -307,11 +307,12 @@ def test_cli_start_up_imports_neither_xdsl_nor_numpy() -> None:
 
 
 def test_cli_defaults_agree_with_the_compiler() -> None:
-    """The values the parser shows (graphfuse.defaults) are the ones a build uses."""
-    from graphfuse import defaults
+    """The values the parser shows (graphfuse.options) are the ones a build uses."""
+    from graphfuse import options as defaults
     from graphfuse.compiler import AT_LEAST, CompileOptions
     from graphfuse.lowering.gpu.convert_loop_to_gpu import ConvertLoopToGpuPass
     from graphfuse.passes.fusion.graph_fuse import LEAST, GraphFusePass
+    from graphfuse.runtime.cpu_tools import CpuTarget
     from graphfuse.runtime.nvptx import DEFAULT_CHIP, NvptxTarget
 
     options = CompileOptions()
@@ -321,6 +322,7 @@ def test_cli_defaults_agree_with_the_compiler() -> None:
     assert options.nvptx == NvptxTarget(chip=defaults.GPU_CHIP, ptx_isa=defaults.PTX_ISA)
     assert DEFAULT_CHIP == defaults.GPU_CHIP
     assert options.block_size == ConvertLoopToGpuPass().block_size == defaults.BLOCK_SIZE
+    assert (options.cpu, options.opt_level) == (CpuTarget.cpu, CpuTarget.opt_level)
 
 
 def test_cli_help_shows_the_defaults() -> None:

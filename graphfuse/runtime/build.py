@@ -14,27 +14,21 @@ header, only once it loads there.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
-import shutil
-import tempfile
-from collections.abc import Generator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 
-from graphfuse.runtime import parallel
 from graphfuse.runtime.c_api.describe import CallerTypes, CLibrary
 from graphfuse.runtime.c_api.link import (
     c_layer_object,
-    installed_header,
     interface_for,
-    require_interface,
     version_script,
 )
+from graphfuse.runtime.c_api.rename import SYSV_HASH_STYLE
 from graphfuse.runtime.cpu_tools import (
     CpuTarget,
     cache_dir,
@@ -43,6 +37,7 @@ from graphfuse.runtime.cpu_tools import (
     tool_versions,
     write_atomically,
 )
+from graphfuse.runtime.install import installing, parallel_runtime, renamed
 from graphfuse.runtime.kernel_objects import ObjectUnit, build_objects, opt_level_for
 from graphfuse.runtime.kernel_split import split_kernels
 from graphfuse.runtime.llvm_lowering import (
@@ -55,7 +50,6 @@ from graphfuse.runtime.llvm_lowering import (
 from graphfuse.runtime.packed_entry import add_packed_entries
 from graphfuse.runtime.weights_object import weights_folder, weights_object
 from graphfuse.timing import timed
-from graphfuse.toolchain import ToolchainError
 
 __all__ = [
     "BF16_TRUNCATION_HELPER",
@@ -102,7 +96,7 @@ def build_module_library(
     detached = detached or {}
     interface = None
     if output is not None:
-        interface = interface_for(module, Path(output).absolute(), target.threads, caller_types)
+        interface = interface_for(module, target.threads, caller_types)
     with timed("split into kernels"):
         split = split_kernels(module, detached, reserve_detached=output is None)
         add_packed_entries(split.entry)
@@ -173,7 +167,7 @@ def _link(
     only the symbols it names are exported."""
     args = ["-shared", "-Wl,-Bsymbolic", "-o", str(library), *map(str, inputs)]
     if exports is not None:
-        args += [f"-Wl,--version-script={exports}", "-pthread"]
+        args += [f"-Wl,--version-script={exports}", "-pthread", SYSV_HASH_STYLE]
     run_tool("linking", "cc", [*args, *_link_libraries(threaded)])
 
 
@@ -187,23 +181,6 @@ def _link_into_cache(cached: Path, objects: Sequence[Path], threaded: bool) -> N
         raise
 
 
-def parallel_runtime() -> Path:
-    """graphfuse's parallel runtime, built into the cache on first use."""
-    library = cache_dir() / parallel.runtime_name()
-    if library.exists():
-        return library
-    with tempfile.TemporaryDirectory(prefix="graphfuse-runtime-") as work:
-        source = Path(work) / "parallel_runtime.c"
-        source.write_text(parallel.runtime_source())
-        built = Path(work) / library.name
-        # Never unloaded (-z nodelete): its workers outlive the library that started them.
-        flags = ["-O2", "-fPIC", "-shared", "-pthread", "-Wl,-z,nodelete"]
-        flags.append(f"-Wl,-soname,{library.name}")
-        run_tool("building the parallel runtime", "cc", [*flags, "-o", str(built), str(source)])
-        write_atomically(library, built.read_bytes())
-    return library
-
-
 def _write_library(
     destination: Path,
     objects: Sequence[Path],
@@ -212,9 +189,10 @@ def _write_library(
     interface: CLibrary | None,
 ) -> None:
     """Link the library at `destination`, its weights and C interface in, with the
-    parallel runtime beside it when `threaded` (all or nothing: `_installing`)."""
-    header = installed_header(interface, destination) if interface is not None else None
-    with _installing(destination, threaded, header) as staged:
+    parallel runtime beside it when `threaded` (all or nothing: install.installing). The C
+    layer is linked with the placeholder prefix and renamed to the destination's
+    (c_api/rename.py), so that any copy of the library can be renamed again."""
+    with installing(destination, threaded) as install:
         size = sum(memoryview(data).nbytes for data in weights.values())
         with weights_folder(size) as work:
             inputs = list(objects)
@@ -227,64 +205,6 @@ def _write_library(
                     inputs.append(c_layer_object(interface, work))
                     exports = version_script(interface, work)
             with timed("link"):
-                _link(staged, inputs, threaded, exports)
-
-
-def install_library(library: Path, destination: Path, threaded: bool) -> None:
-    """Copy a finished library (graphfuse.compile_cache) to `destination`, with its header
-    and, when `threaded`, the parallel runtime beside it (all or nothing: `_installing`)."""
-    header = installed_header(require_interface(library), destination)
-    with _installing(destination, threaded, header) as staged, timed("copy the library"):
-        shutil.copyfile(library, staged)  # in the kernel: 440 MB never in memory
-
-
-@contextmanager
-def _installing(
-    destination: Path, threaded: bool, header: tuple[Path, str] | None = None
-) -> Generator[Path, None, None]:
-    """A temporary file in the destination's folder for the library, renamed to
-    `destination` only once it loads there (its runtime, copied beside it when `threaded`,
-    found through $ORIGIN), and its `header` (path, text) renamed into place just before
-    it, so a failure leaves neither a library, a header nor a runtime this call wrote."""
-    written: list[Path] = []
-    try:
-        if threaded:
-            runtime = parallel_runtime()
-            beside = destination.parent / runtime.name
-            if not beside.exists():
-                written.append(beside)
-            write_atomically(beside, runtime.read_bytes())
-        staged = stage_file(destination.parent, suffix=".so")
-        written.append(staged)
-        yield staged
-        _check_loads(staged, destination)
-        if header is not None:
-            written.append(_place_header(*header))
-        os.replace(staged, destination)
-    except BaseException as error:
-        for path in written:
-            path.unlink(missing_ok=True)
-        if isinstance(error, OSError):
-            raise ToolchainError(f"{destination}: cannot write: {error.strerror}") from None
-        raise
-
-
-def _place_header(path: Path, text: str) -> Path:
-    """Write the header at `path` (through a temporary file); returns `path`."""
-    partial = stage_file(path.parent, text.encode(), suffix=".h")
-    try:
-        os.chmod(partial, 0o644)
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _check_loads(staged: Path, destination: Path) -> None:
-    # The loaded copy stays: loading `destination` after the rename finds the same file
-    # (the dynamic loader matches device and inode) and reuses it.
-    try:
-        ctypes.CDLL(str(staged))
-    except OSError as error:
-        raise ToolchainError(f"{destination}: the built library does not load: {error}") from None
+                _link(install.staged, inputs, threaded, exports)
+        if interface is not None:
+            install.header = renamed(install.staged, interface, destination)

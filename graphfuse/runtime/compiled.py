@@ -233,6 +233,11 @@ class CompiledFunction(ArrayFunction):
     def __repr__(self) -> str:
         return f"<compiled {self._signature()} from {self.library_path}>"
 
+    def described(self) -> str:
+        """`@entry(inputs) -> (outputs)`, as the repr shows it (the model cache keeps it
+        for the command line, which prints it without loading xDSL)."""
+        return self._signature()
+
     def __call__(self, *arrays: Any, out: Any = None) -> Array | tuple[Array, ...]:
         """Run on `arrays`; results go to new arrays, or into `out` (an array or a tuple,
         one per result) when given, which saves allocating (and first touching) them."""

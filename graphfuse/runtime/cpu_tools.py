@@ -8,9 +8,13 @@ Files in the cache are written under a temporary name and renamed into place, so
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -126,13 +130,29 @@ def _host_has_avx512() -> bool:
 
 @cache
 def host_cpu() -> str:
-    """The CPU llc detects on this machine (e.g. znver3), for -mcpu."""
+    """The CPU llc detects on this machine (e.g. znver3), for -mcpu; remembered per llc
+    and per CPU (its /proc/cpuinfo model and flags: a cache folder may be shared)."""
+    found = require_tool("llc")
+    return _remembered(f"host cpu\0{_tool_identity(found)}\0{_cpu_identity()}", _llc_host_cpu)
+
+
+def _llc_host_cpu() -> str:
     found = require_tool("llc")
     out = subprocess.run([found.path, "--version"], capture_output=True, text=True).stdout
     for line in out.splitlines():
         if "Host CPU:" in line:
             return line.split(":", 1)[1].strip()
     return "generic"
+
+
+@cache
+def _cpu_identity() -> str:
+    try:
+        with open("/proc/cpuinfo") as info:
+            lines = [line for line in info if line.startswith(("model name", "flags"))]
+    except OSError:
+        return "unknown"
+    return "".join(sorted(set(lines)))
 
 
 def tool_versions(*tools: str) -> str:
@@ -142,8 +162,36 @@ def tool_versions(*tools: str) -> str:
 
 @cache
 def _version(found: FoundTool) -> str:
-    # Per tool and path: a version is asked once per process, not once per build.
-    return tool_version(found)
+    # Asked once per process, and remembered per tool file: starting mlir-opt or opt
+    # just to read its version costs a warm compile more than the rest of it.
+    return _remembered(f"version\0{_tool_identity(found)}", lambda: tool_version(found))
+
+
+def _tool_identity(found: FoundTool) -> str:
+    """The tool's file as the cache knows it (path, size, modification time, inode): a
+    reinstalled or rebuilt tool is asked again."""
+    path = shutil.which(found.path) or found.path
+    try:
+        info = os.stat(path)
+    except OSError:
+        return f"{path}\0missing"
+    return f"{os.path.realpath(path)}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_ino}"
+
+
+def _remembered(identity: str, work: Callable[[], str]) -> str:
+    """`work()`, remembered in the cache under `identity` (not when the tool did not
+    run: that may pass)."""
+    memo = cache_dir() / "tools" / hashlib.sha256(identity.encode()).hexdigest()[:32]
+    try:
+        return memo.read_text()
+    except OSError:
+        pass
+    value = work()
+    if not value.startswith("does not run"):
+        # A cache that cannot be written costs the next run its speed only.
+        with contextlib.suppress(OSError):
+            write_atomically(memo, value.encode())
+    return value
 
 
 def cache_dir() -> Path:

@@ -141,7 +141,8 @@ def test_weights_file_named_by_the_module_is_keyed(
 
 def test_modules_in_memory_are_not_keyed(cache: Path) -> None:
     module = graphfuse.parsing.parse_text(MODEL.replace("SCALE", "1.0"))
-    assert compiler._model_key(module, "main", CompileOptions(), None) is None
+    assert not compiler._is_model_file(module)
+    assert not compiler._is_model_file("func.func @main() {\n}")
 
 
 def test_cli_warm_compile_writes_a_loading_library(tmp_path: Path, cache: Path) -> None:
@@ -157,11 +158,62 @@ def test_cli_warm_compile_writes_a_loading_library(tmp_path: Path, cache: Path) 
             timeout=300,
         )
         assert run.returncode == 0, run.stderr
-    assert "build" not in run.stderr and "copy the library" in run.stderr
-    assert len(list((cache / "models").glob("*.so"))) == 1
-    loaded = compiler._from_cache(
-        compile_cache.lookup(next((cache / "models").glob("*.json")).stem),  # type: ignore[arg-type]
-        "main",
-        tmp_path / "again.so",
-    )
+    # The same name again: the kept library itself, hard-linked; nothing is imported but
+    # the cache (the compiler's stages never start).
+    assert "build" not in run.stderr and "hard-link the library" in run.stderr
+    assert "graph to loop" not in run.stderr
+    kept = list((cache / "models").glob("*.so"))
+    assert len(kept) == 1 and os.path.samefile(kept[0], tmp_path / "m.so")
+    found = compile_cache.lookup(next((cache / "models").glob("*.json")).stem, "again.so")
+    assert found is not None
+    loaded = compiler._from_cache(found, "main", tmp_path / "again.so")
     _check(loaded, tmp_path / "m.mlir")
+    assert not os.path.samefile(tmp_path / "again.so", tmp_path / "m.so")
+
+
+def test_another_name_is_a_renamed_copy(tmp_path: Path, cache: Path, monkeypatch) -> None:  # noqa: ANN001
+    """The output's name is not in the key: a second name gets a copy whose symbols,
+    header and description bear the new prefix; the first library keeps its own."""
+    import ctypes
+
+    from graphfuse.runtime.c_api.link import read_interface
+
+    builds = _Builds(monkeypatch)
+    path = _model(tmp_path)
+    options = CompileOptions(threads=1)
+    graphfuse.compile(path, output=tmp_path / "libfirst.so", options=options)
+    long_name = "x" * 200 + ".so"  # longer than the first: the slot has room for any name
+    for name in ("second.so", long_name):
+        function = graphfuse.compile(path, output=tmp_path / name, options=options)
+        assert builds.count == 1, f"{name}: compiled again"
+        _check(function, path)
+        prefix = name.split(".")[0]
+        library = ctypes.CDLL(str(tmp_path / name))
+        assert getattr(library, f"{prefix}_main")  # found through the rebuilt hash table
+        with pytest.raises(AttributeError):
+            _ = library.first_main
+        described = read_interface(tmp_path / name)
+        assert described is not None and described.prefix == prefix
+        assert described.library == name
+        header = (tmp_path / name).with_suffix(".h").read_text()
+        assert f"int {prefix}_main(" in header and "first_" not in header
+    first = read_interface(tmp_path / "libfirst.so")
+    assert first is not None and first.prefix == "first"
+    assert ctypes.CDLL(str(tmp_path / "libfirst.so")).first_main
+
+
+def test_a_library_changed_in_place_is_not_handed_out(
+    tmp_path: Path, cache: Path, monkeypatch
+) -> None:  # noqa: ANN001
+    """The output is the kept library (one file, two names): a user who writes into it
+    writes into the cache; the next compile notices and builds afresh."""
+    builds = _Builds(monkeypatch)
+    path = _model(tmp_path)
+    out = tmp_path / "a.so"
+    graphfuse.compile(path, output=out, options=CompileOptions(threads=1))
+    with open(out, "r+b") as library:
+        library.seek(0, os.SEEK_END)
+        library.write(b"\0" * 16)
+    function = graphfuse.compile(path, output=out, options=CompileOptions(threads=1))
+    assert builds.count == 2
+    _check(function, path)

@@ -14,16 +14,16 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
-
-from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, MemRefType, ModuleOp
-from xdsl.ir import Attribute
-from xdsl.utils.hints import isa
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from graphfuse.runtime.c_api.naming import ABI_VERSION, ELEMENTS, c_identifier
 from graphfuse.toolchain import ToolchainError
+
+if TYPE_CHECKING:
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import MemRefType, ModuleOp
+    from xdsl.ir import Attribute
 
 C_INTERFACE = "llvm.emit_c_interface"
 OUTPUTS = "graphfuse.outputs"
@@ -32,7 +32,9 @@ SCRATCH_OFFSETS = "graphfuse.scratch_offsets"
 SCRATCH_ALIGNMENT = 64
 """Each scratch buffer starts on a cache line, as NumPy's large allocations do."""
 
-CallerTypes = Mapping[str, tuple[Sequence[MemRefType[Attribute]], Sequence[MemRefType[Attribute]]]]
+CallerTypes: TypeAlias = (
+    "Mapping[str, tuple[Sequence[MemRefType[Attribute]], Sequence[MemRefType[Attribute]]]]"
+)
 """By entry function: its inputs' and outputs' types as callers see them (bool, unsigned)."""
 
 
@@ -113,6 +115,13 @@ class CLibrary:
         )
         return CLibrary(data["prefix"], data["library"], data["threads"], entries, data["abi"])
 
+    def renamed(self, prefix: str, library: str) -> CLibrary:
+        """This interface with the symbols of `prefix`, linked as `library`."""
+        entries = tuple(
+            replace(e, symbol=prefix + e.symbol[len(self.prefix) :]) for e in self.entries
+        )
+        return replace(self, prefix=prefix, library=library, entries=entries)
+
     def entry(self, function: str) -> CEntry | None:
         return next((e for e in self.entries if e.function == function), None)
 
@@ -143,7 +152,11 @@ def describe(
     threads: int,
     caller_types: CallerTypes | None = None,
 ) -> CLibrary:
-    """The C interface of upstream `module`'s entry functions, named with `prefix`."""
+    """The C interface of upstream `module`'s entry functions, named with `prefix`.
+    (xDSL is imported here, not above: a library's interface is read back from its JSON
+    by commands that never load a module.)"""
+    from xdsl.dialects import func
+
     entries = tuple(
         _entry(op, prefix, (caller_types or {}).get(op.sym_name.data))
         for op in module.ops
@@ -179,6 +192,8 @@ def _entry(
 
 def scratch_offsets(function: func.FuncOp) -> tuple[int, ...] | None:
     """The offsets loop-plan-scratch gave `function`'s scratch buffers, if it ran."""
+    from xdsl.dialects.builtin import DenseArrayBase
+
     found = function.attributes.get(SCRATCH_OFFSETS)
     if not isinstance(found, DenseArrayBase):
         return None
@@ -209,11 +224,17 @@ def argument_names(hints: Sequence[str | None], inputs: int) -> list[str]:
 
 
 def _count(function: func.FuncOp, attribute: str) -> int:
+    from xdsl.dialects.builtin import IntegerAttr
+
     found = function.attributes.get(attribute)
     return found.value.data if isinstance(found, IntegerAttr) else 0
 
 
 def _memref(typ: Attribute, function: str) -> MemRefType[Attribute]:
+    from xdsl.dialects.builtin import MemRefType
+    from xdsl.ir import Attribute
+    from xdsl.utils.hints import isa
+
     if not isa(typ, MemRefType[Attribute]):
         raise ToolchainError(f"@{function}: takes {typ}; the C interface passes buffers only")
     return typ

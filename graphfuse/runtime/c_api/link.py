@@ -11,16 +11,18 @@ see each other's symbols.
 from __future__ import annotations
 
 from pathlib import Path
-
-from xdsl.dialects.builtin import ModuleOp
+from typing import TYPE_CHECKING
 
 from graphfuse.runtime.c_api.describe import CallerTypes, CLibrary, describe, library_symbols
 from graphfuse.runtime.c_api.elf import read_section
 from graphfuse.runtime.c_api.header import header_text
-from graphfuse.runtime.c_api.naming import header_path, symbol_prefix
+from graphfuse.runtime.c_api.naming import PLACEHOLDER_LIBRARY, PLACEHOLDER_PREFIX, header_path
 from graphfuse.runtime.c_api.source import DESCRIPTION_SECTION, wrapper_source
 from graphfuse.runtime.cpu_tools import run_tool
 from graphfuse.toolchain import ToolchainError
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
 C_FLAGS = ["-O2", "-fPIC", "-fvisibility=hidden", "-pthread"]
 BUILD_HEADER = "graphfuse_library.h"
@@ -28,11 +30,12 @@ BUILD_HEADER = "graphfuse_library.h"
 
 
 def interface_for(
-    module: ModuleOp, destination: Path, threads: int, caller_types: CallerTypes | None = None
+    module: ModuleOp, threads: int, caller_types: CallerTypes | None = None
 ) -> CLibrary:
-    """The C interface of upstream `module` linked as `destination` (its name gives the
-    symbols' prefix) with `threads` workers (1: no parallel loops)."""
-    return describe(module, symbol_prefix(destination), destination.name, threads, caller_types)
+    """The C interface of upstream `module` with `threads` workers (1: no parallel loops),
+    as it is linked: under the placeholder prefix and name, which the library written out
+    is renamed from (rename.py)."""
+    return describe(module, PLACEHOLDER_PREFIX, PLACEHOLDER_LIBRARY, threads, caller_types)
 
 
 def c_layer_object(library: CLibrary, folder: Path) -> Path:

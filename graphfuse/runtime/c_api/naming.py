@@ -37,6 +37,17 @@ def symbol_prefix(library: Path) -> str:
     return c_identifier(stem)
 
 
+DESCRIPTION_SECTION = ".graphfuse_c_api"
+"""The ELF section holding the library's description (JSON, NUL-terminated and padded)."""
+NAME_ROOM = 272
+"""Characters of a file name (and so of a prefix) a library has room for: more than the
+255 bytes a Linux file name holds, and the `gf_` a leading digit adds."""
+PLACEHOLDER_PREFIX = "graphfuse_prefix_".ljust(NAME_ROOM, "x")
+PLACEHOLDER_LIBRARY = "graphfuse-library-".ljust(NAME_ROOM, "x") + ".so"
+"""The prefix and file name a library is first linked with, then renamed from (rename.py),
+so that its string table keeps room for any other name."""
+
+
 def header_path(library: Path) -> Path:
     """The header written beside `library`: `lib.so` -> `lib.h` (`x.h` -> `x.h.h`, never
     the library itself)."""

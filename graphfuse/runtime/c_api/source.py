@@ -16,11 +16,8 @@ every definition against its declaration.
 from __future__ import annotations
 
 from graphfuse.runtime.c_api.describe import CBuffer, CEntry, CLibrary
-from graphfuse.runtime.c_api.naming import ELEMENTS
-from graphfuse.runtime.packed_entry import packed_name
+from graphfuse.runtime.c_api.naming import DESCRIPTION_SECTION, ELEMENTS
 
-DESCRIPTION_SECTION = ".graphfuse_c_api"
-"""The ELF section holding the library's description (JSON, NUL-terminated)."""
 THREADS_SETTER = "graphfuse_parallel_set_threads"
 """The parallel runtime's thread cap (parallel_runtime.c)."""
 
@@ -235,6 +232,8 @@ def _tables(entry: CEntry, n: int) -> str:
     slots, dims = _slots(entry)
     _, scratch_bytes = entry.scratch_offsets()
     words = sum(3 + 2 * len(b.shape) for b in (*entry.inputs, *entry.outputs, *entry.scratch))
+    from graphfuse.runtime.packed_entry import packed_name  # xDSL: only when built
+
     passed = len(entry.inputs) + len(entry.outputs)
     dims_table = f"static const int64_t gf_dims_{n}[] = {{{', '.join(map(str, dims))}}};\n"
     first_output = sum(len(b.shape) for b in entry.inputs)
