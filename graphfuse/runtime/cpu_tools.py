@@ -181,7 +181,8 @@ def _tool_identity(found: FoundTool) -> str:
 def _remembered(identity: str, work: Callable[[], str]) -> str:
     """`work()`, remembered in the cache under `identity` (not when the tool did not
     run: that may pass)."""
-    memo = cache_dir() / "tools" / hashlib.sha256(identity.encode()).hexdigest()[:32]
+    # A file of the cache folder itself, as the objects are (tests empty it file by file).
+    memo = cache_dir() / f"tool-{hashlib.sha256(identity.encode()).hexdigest()[:32]}"
     try:
         return memo.read_text()
     except OSError:

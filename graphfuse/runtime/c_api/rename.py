@@ -145,7 +145,9 @@ def _other_references(stream: BinaryIO, found: list[Section]) -> list[int]:
     soname, run paths) and the version tables refer to."""
     offsets: list[int] = []
     for section in found:
-        data = read_at(stream, section.offset, section.size) if section.size else b""
+        if section.type not in (_DYNAMIC_TYPE, _VERNEED, _VERDEF):
+            continue  # never read the weights' section
+        data = read_at(stream, section.offset, section.size)
         if section.type == _DYNAMIC_TYPE:
             for at in range(0, len(data) - _DYNAMIC.size + 1, _DYNAMIC.size):
                 tag, value = _DYNAMIC.unpack_from(data, at)
