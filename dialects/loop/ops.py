@@ -14,7 +14,7 @@ has. Examples: lit_tests/dialects/loop/ops.mlir and docs/dialects.md.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -113,9 +113,18 @@ def _check_index_args(block: Block, bounds: Sequence[int], what: str) -> None:
             raise VerifyException(f"bound #{i} is {bound}, expected at least 1")
 
 
+def memref_type(typ: Attribute) -> MemRefType[Attribute] | None:
+    """`typ` as a memref type, or None when it is another type.
+
+    A plain isinstance: xDSL's generic `isa(typ, MemRefType[Attribute])` builds a type
+    constraint on every call, and the lowerings ask this of every value of a module."""
+    return cast(MemRefType[Attribute], typ) if isinstance(typ, MemRefType) else None
+
+
 def _memref(value: SSAValue) -> MemRefType[Attribute]:
-    assert isa(value.type, MemRefType[Attribute])
-    return value.type
+    typ = memref_type(value.type)
+    assert typ is not None
+    return typ
 
 
 def _check_indices(buffer: SSAValue, indices: Sequence[SSAValue]) -> None:
@@ -144,7 +153,7 @@ class KernelOp(IRDLOperation):
 
     def verify_(self) -> None:
         for i, arg in enumerate(self.body.block.args):
-            if not isa(arg.type, MemRefType[Attribute]):
+            if memref_type(arg.type) is None:
                 raise VerifyException(f"argument #{i} has type {arg.type}, expected a memref")
         if not isinstance(self.body.block.last_op, YieldOp):
             raise VerifyException("body must end with loop.yield")

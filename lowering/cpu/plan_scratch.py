@@ -32,13 +32,11 @@ from xdsl.dialects.builtin import (
     FixedBitwidthType,
     IndexType,
     IntegerAttr,
-    MemRefType,
     ModuleOp,
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation
 from xdsl.passes import ModulePass
-from xdsl.utils.hints import isa
 
 from graphfuse.dialects import loop
 from graphfuse.dialects.loop import abi
@@ -48,14 +46,15 @@ _FOREVER = 1 << 62
 
 def buffer_bytes(typ: Attribute) -> int:
     """Bytes a scratch buffer of memref type `typ` takes (i1 as one byte, as stored)."""
-    assert isa(typ, MemRefType[Attribute]), typ
-    element = typ.get_element_type()
+    buffer = loop.memref_type(typ)
+    assert buffer is not None, typ
+    element = buffer.get_element_type()
     if isinstance(element, IndexType):
         size = 8
     else:
         assert isinstance(element, FixedBitwidthType), element
         size = max(1, element.size)
-    return math.prod(typ.get_shape()) * size
+    return math.prod(buffer.get_shape()) * size
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType, i64
-from xdsl.ir import Attribute, Block, Region, SSAValue
-from xdsl.utils.hints import isa
+from xdsl.dialects.builtin import IndexType, IntegerType, i64
+from xdsl.ir import Block, Region, SSAValue
 
 from graphfuse.dialects import graph, loop
 from graphfuse.dialects.graph import shape_rules as rules
@@ -116,8 +115,8 @@ def _store_all(
 
 
 def _storage(em: Emitter, value: SSAValue, buffer: SSAValue) -> SSAValue:
-    buffer_type = buffer.type
-    assert isa(buffer_type, MemRefType[Attribute]), "ranking results are stored to memrefs"
+    buffer_type = loop.memref_type(buffer.type)
+    assert buffer_type is not None, "ranking results are stored to memrefs"
     element = loop.signless(buffer_type.get_element_type())
     return value if value.type == element else em.emit(arith.TruncFOp(value, element))
 

@@ -27,15 +27,16 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.utils.hints import isa
 
+from graphfuse.dialects import loop
 from graphfuse.lowering.loop_to_upstream.buffer_types import retype_buffers
 
 
 def _byte_type(typ: Attribute) -> MemRefType[Attribute] | None:
     """memref<...xi8> for a memref<...xi1>, else None."""
-    if isa(typ, MemRefType[Attribute]) and typ.get_element_type() == i1:
-        return MemRefType[Attribute](i8, typ.get_shape())
+    buffer = loop.memref_type(typ)
+    if buffer is not None and buffer.get_element_type() == i1:
+        return MemRefType[Attribute](i8, buffer.get_shape())
     return None
 
 
@@ -60,7 +61,8 @@ def _byte_access(op: Operation) -> None:
 
 
 def _holds_bytes(buffer: SSAValue) -> bool:
-    return isa(buffer.type, MemRefType[Attribute]) and buffer.type.get_element_type() == i8
+    typ = loop.memref_type(buffer.type)
+    return typ is not None and typ.get_element_type() == i8
 
 
 def store_bools_as_bytes(module: ModuleOp) -> None:

@@ -27,13 +27,14 @@ from graphfuse.lowering.loop_to_upstream.buffer_types import retype_buffers
 
 def _signless_type(typ: Attribute) -> MemRefType[Attribute] | None:
     """memref<...xiN> for a memref<...xuiN>, else None."""
-    if not isa(typ, MemRefType[Attribute]):
+    buffer = loop.memref_type(typ)
+    if buffer is None:
         return None
-    element = typ.get_element_type()
+    element = buffer.get_element_type()
     signless = loop.signless(element)
     if signless == element:
         return None
-    return MemRefType[Attribute](signless, typ.get_shape(), typ.layout, typ.memory_space)
+    return MemRefType[Attribute](signless, buffer.get_shape(), buffer.layout, buffer.memory_space)
 
 
 def _signless_initial(

@@ -41,9 +41,9 @@ from xdsl.irdl import (
 )
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.utils.hints import isa
 
 from graphfuse.dialects.graph import element_bytes
+from graphfuse.dialects.loop import memref_type
 from graphfuse.dialects.loop.emitter import BlockBuilder
 
 MIN_ROW_BYTES = 1024
@@ -86,8 +86,8 @@ def _row_loads(loop: scf.ForOp, outer: tuple[SSAValue, ...]) -> list[memref.Load
 
 
 def _worth_it(buffer: SSAValue) -> bool:
-    typ = buffer.type
-    if not isa(typ, MemRefType[Attribute]):
+    typ = memref_type(buffer.type)
+    if typ is None:
         return False
     shape = typ.get_shape()
     if not isinstance(typ.get_element_type(), FixedBitwidthType) or any(d <= 0 for d in shape):
