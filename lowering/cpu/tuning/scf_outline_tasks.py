@@ -34,7 +34,6 @@ from xdsl.dialects import arith, func, llvm, memref, scf
 from xdsl.dialects.builtin import FunctionType, MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
 
 from graphfuse.dialects.loop import abi
 from graphfuse.lowering.loop_to_upstream.loop_indexing import inside
@@ -139,14 +138,28 @@ def _outline(
     arguments = [*indices, *captures.passed]
     block = Block(arg_types=[a.type for a in arguments])
     mapping: dict[SSAValue, SSAValue] = dict(zip(arguments, block.args, strict=True))
-    for op in [*captures.cloned, *ops]:
+    for op in captures.cloned:
         block.add_op(op.clone(value_mapper=mapping))
+    # The body itself moves (cloning it was most of the pass's time); only its reads
+    # of what is outside change, to the arguments and the clones.
+    for op in ops:
+        op.detach()
+        block.add_op(op)
+        _redirect(op, mapping)
     block.add_op(func.ReturnOp())
     typ = FunctionType.from_lists([a.type for a in arguments], [])
     task = func.FuncOp(name, typ, Region(block), visibility="private")
     # Internal linkage: LLVM inlines a function that has one call and no other users.
     task.attributes["llvm.linkage"] = llvm.LinkageAttr("internal")
     return task, arguments
+
+
+def _redirect(op: Operation, mapping: dict[SSAValue, SSAValue]) -> None:
+    """Each operand of `op` and of the ops in it that `mapping` names, replaced."""
+    for inner in op.walk():
+        for i, operand in enumerate(inner.operands):
+            if operand in mapping:
+                inner.operands[i] = mapping[operand]
 
 
 def _outline_kernel(kernel: func.FuncOp) -> list[func.FuncOp]:
@@ -167,8 +180,6 @@ def _outline_kernel(kernel: func.FuncOp) -> list[func.FuncOp]:
         assert terminator is not None
         call = func.CallOp(task.sym_name.data, arguments, [])
         body.insert_op_before(call, terminator)
-        for op in reversed(ops):
-            Rewriter.erase_op(op, safe_erase=False)
     return tasks
 
 
