@@ -495,9 +495,9 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     """Fuse a graph file: print or write the fused module, optionally a Graphviz picture."""
     from graphfuse import pipelines
     from graphfuse.dialects.graph import functions
-    from graphfuse.passes.analysis.kernel_picture import function_to_dot
     from graphfuse.outputs import write_all
     from graphfuse.parsing import verify
+    from graphfuse.passes.analysis.kernel_picture import function_to_dot
     from graphfuse.passes.analysis.kernel_stats import Summary, kernel_stats
     from graphfuse.passes.fusion.graph_fuse import GraphFusePass
 

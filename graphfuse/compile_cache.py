@@ -154,9 +154,19 @@ def model_key(
         contents = [_file_digest(f) for f in files]
     except OSError:
         return None
+    return content_key(contents, entry, settings, input_shapes)
+
+
+def content_key(
+    contents: Sequence[str],
+    entry: str,
+    settings: Mapping[str, Any],
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> str:
+    """The key of compiling what `contents` (digests) describe with `settings`."""
     described = {
         "format": FORMAT,
-        "contents": contents,
+        "contents": list(contents),
         "entry": entry,
         "settings": {k: repr(v) for k, v in sorted(settings.items())},
         "input_shapes": {k: list(v) for k, v in sorted((input_shapes or {}).items())},
@@ -177,15 +187,23 @@ def key_for(
     """The key of compiling model file `path` with `options` to a library written out
     (whatever its name); None when the file cannot be read."""
     with timed("look up the model cache"):
-        settings: dict[str, Any] = {f.name: getattr(options, f.name) for f in fields(options)}
-        settings["resolved_cpu"] = options.target.resolved_cpu()
-        settings["cpu_features"] = options.target.features()
-        settings["lanes"] = options.lanes or options.target.vector_lanes()
-        for name, value in sorted((constants or {}).items()):
-            import numpy as np
+        return model_key(path, entry, settings_of(options, constants), input_shapes)
 
-            settings[f"constant {name}"] = np.asarray(value).tolist()
-        return model_key(path, entry, settings, input_shapes)
+
+def settings_of(
+    options: CompileOptions, constants: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """What of `options` (and of the inputs bound to constants) a key holds: every field,
+    and the CPU, its features and the lanes they resolve to on this machine."""
+    settings: dict[str, Any] = {f.name: getattr(options, f.name) for f in fields(options)}
+    settings["resolved_cpu"] = options.target.resolved_cpu()
+    settings["cpu_features"] = options.target.features()
+    settings["lanes"] = options.lanes or options.target.vector_lanes()
+    for name, value in sorted((constants or {}).items()):
+        import numpy as np
+
+        settings[f"constant {name}"] = np.asarray(value).tolist()
+    return settings
 
 
 def compile_cached(
@@ -226,6 +244,63 @@ def install(found: CachedModel, output: Path) -> dict[str, Any]:
     if found.library != _library_path(_folder("models"), key, destination.name):
         store(key, destination, found.signature)
     return found.signature
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A compile for this process found whole: its library (in the object cache's folder,
+    reserving its large constants' space), signature and those constants' bytes."""
+
+    library: Path
+    signature: dict[str, Any]
+    detached: dict[str, bytes]
+
+
+def lookup_loaded(key: str) -> Loaded | None:
+    """The compile for this process kept under `key`, or None."""
+    folder = cache_dir()
+    try:
+        described = json.loads((folder / f"loaded-{key}.json").read_text())
+        library = folder / described["library"]
+        detached: dict[str, bytes] = {}
+        if described["detached"]:
+            with open(folder / f"loaded-{key}.weights", "rb") as blob:
+                for name, size in described["detached"]:
+                    detached[name] = blob.read(size)
+                    if len(detached[name]) != size:
+                        return None
+    except (OSError, ValueError, KeyError):
+        return None
+    if not library.is_file():
+        return None  # the object cache was emptied
+    return Loaded(library, described, detached)
+
+
+def store_loaded(
+    key: str, library: Path, signature: Mapping[str, Any], detached: Mapping[str, bytes]
+) -> None:
+    """Keep a compile for this process: `library` is a file of the cache folder (named by
+    its contents), the detached constants go to a blob beside the signature, both files of
+    the cache folder itself, as the objects are. Best effort, as `store`."""
+    try:
+        folder = cache_dir()
+        if detached:
+            staged = stage_file(folder, suffix=".weights")
+            try:
+                with open(staged, "wb") as blob:
+                    for data in detached.values():
+                        blob.write(data)
+                os.replace(staged, folder / f"loaded-{key}.weights")
+            finally:
+                staged.unlink(missing_ok=True)
+        described = {
+            **signature,
+            "library": library.name,
+            "detached": [[n, memoryview(d).nbytes] for n, d in detached.items()],
+        }
+        write_atomically(folder / f"loaded-{key}.json", json.dumps(described).encode())
+    except OSError:
+        pass
 
 
 def _version(distribution: str) -> str:

@@ -9,6 +9,7 @@ take their defaults from the passes that use them.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -314,13 +315,18 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
     output: str | Path | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     constants: Mapping[str, Any] | None = None,
+    reuse: bool = False,
 ) -> CompiledFunction | CudaFunction:
     """Compile a graph-dialect module (or .mlir / .onnx file, `input_shapes` binding an
     ONNX model's dynamic dimensions, `constants` its inputs that must be known) and return
     `entry` as a callable taking and returning NumPy arrays: for the CPU (`output` also
     writes the shared library there) or, with
     target 'cuda', for the NVIDIA GPU the CUDA driver finds. A model file compiled to
-    `output` before, unchanged, is found whole in the cache (graphfuse.compile_cache)."""
+    `output` before, unchanged, is found whole in the cache (graphfuse.compile_cache).
+    With `reuse`, so is a compile for this process (no `output`) of a module or file seen
+    before, by its text and weights: what torch.compile's backend asks, as every new
+    process hands it the same graphs. (Not the default: a compile is then keyed by
+    graphfuse's source files, which a test that patches a pass in memory does not change.)"""
     _check_options_type(options)
     if target not in TARGETS:
         raise GraphfuseError(f"unknown target '{target}'; valid targets: {', '.join(TARGETS)}")
@@ -340,6 +346,12 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
         found = compile_cache.lookup(key, Path(output).name)
         if found is not None:
             return _from_cache(found, entry, output)
+    loaded_key = None
+    if output is None and reuse:
+        loaded_key = _loaded_key(module_or_path, entry, options, input_shapes, constants)
+        hit = compile_cache.lookup_loaded(loaded_key) if loaded_key is not None else None
+        if hit is not None:
+            return _from_loaded(hit, entry)
     module = load(module_or_path, input_shapes, constants)
     lowered = lower_for_cpu(module, entry, options)
     signature, scratch, offsets = lowered.signature, lowered.scratch, lowered.offsets
@@ -363,22 +375,16 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
         detached if output is None else {},
         offsets,
     )
+    if loaded_key is not None:
+        with timed("keep in the module cache"):
+            compile_cache.store_loaded(
+                loaded_key, library, _signature_record(compiled, offsets), detached
+            )
     if key is not None:
         threaded = options.threads > 1 and any(op.name == "scf.parallel" for op in module.walk())
         with timed("keep in the model cache"):
-            compile_cache.store(
-                key,
-                library,
-                {
-                    "inputs": [str(t) for t in signature.inputs],
-                    "outputs": [str(t) for t in signature.outputs],
-                    "scratch": [str(t) for t in scratch],
-                    "scratch_offsets": list(offsets) if offsets is not None else None,
-                    "kernels": kernels,
-                    "threaded": threaded,
-                    "called": compiled.described(),
-                },
-            )
+            record = {**_signature_record(compiled, offsets), "threaded": threaded}
+            compile_cache.store(key, library, record)
     return compiled
 
 
@@ -448,6 +454,65 @@ def _from_cache(found: compile_cache.CachedModel, entry: str, output: Path) -> C
         int(described["kernels"]),
         scratch_offsets=described.get("scratch_offsets"),
     )
+
+
+def _signature_record(compiled: CompiledFunction, offsets: Sequence[int] | None) -> dict[str, Any]:
+    """What the caches keep to call a library again without its module."""
+    return {
+        "inputs": [str(t) for t in compiled.inputs],
+        "outputs": [str(t) for t in compiled.outputs],
+        "scratch": [str(t) for t in compiled.scratch],
+        "scratch_offsets": list(offsets) if offsets is not None else None,
+        "kernels": compiled.kernel_count,
+        "called": compiled.described(),
+    }
+
+
+def _loaded_key(
+    module_or_path: ModuleOp | str | Path,
+    entry: str,
+    options: CompileOptions,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    constants: Mapping[str, Any] | None,
+) -> str | None:
+    """The key of a compile for this process: a model file's, or a module's text and
+    weights (printed with its weights as handles, their bytes hashed), as torch.compile
+    hands graphfuse a module per graph it meets again. None for text or a bad path."""
+    if _is_model_file(module_or_path):
+        return compile_cache.key_for(Path(module_or_path), entry, options, input_shapes, constants)  # type: ignore[arg-type]
+    if not isinstance(module_or_path, ModuleOp):
+        return None
+    from graphfuse.weights import outlined
+
+    with timed("look up the module cache"):
+        digest = hashlib.sha256()
+        with outlined(module_or_path) as found:
+            digest.update(str(module_or_path).encode())
+        for name, value in sorted(found.weights.items()):
+            digest.update(name.encode() + b"\0")
+            digest.update(value.data.data)
+        settings = compile_cache.settings_of(options)
+        return compile_cache.content_key([digest.hexdigest()], entry, settings)
+
+
+def _from_loaded(hit: compile_cache.Loaded, entry: str) -> CompiledFunction:
+    """A compile for this process found whole: its library, its constants copied in."""
+    from graphfuse.parsing import parse_type
+
+    def types(key: str) -> list[MemRefType[Attribute]]:
+        return _memrefs([parse_type(text) for text in hit.signature[key]])
+
+    with timed("load the kept library"):
+        return CompiledFunction(
+            hit.library,
+            entry,
+            types("inputs"),
+            types("outputs"),
+            types("scratch"),
+            int(hit.signature["kernels"]),
+            hit.detached,
+            hit.signature.get("scratch_offsets"),
+        )
 
 
 def _is_model_file(module_or_path: ModuleOp | str | Path) -> bool:

@@ -126,7 +126,7 @@ class GraphfuseBackend:
         """Replace the call of one partition by its graphfuse kernel (on failure, warn and
         leave it eager)."""
         try:
-            function = compile_graph(partition.import_module(), options=self.options)
+            function = compile_graph(partition.import_module(), options=self.options, reuse=True)
         except (GraphfuseError, DiagnosticException) as error:
             warnings.warn(
                 f"graphfuse: {partition.name} runs eagerly: {error}",

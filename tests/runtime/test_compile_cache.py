@@ -217,3 +217,37 @@ def test_a_library_changed_in_place_is_not_handed_out(
     function = graphfuse.compile(path, output=out, options=CompileOptions(threads=1))
     assert builds.count == 2
     _check(function, path)
+
+
+def test_reuse_finds_a_module_compiled_for_this_process(
+    tmp_path: Path, cache: Path, monkeypatch
+) -> None:  # noqa: ANN001
+    """With `reuse` (torch.compile's backend), a module seen before, by its text and its
+    weights' bytes, is one lookup: no fusion, lowering or build, its large constants copied
+    in from the cache. Another weight is another module."""
+    from graphfuse.dialects.graph.elements import numpy_to_dense
+
+    builds = _Builds(monkeypatch)
+    rng = np.random.default_rng(5)
+    big = MODEL.replace("64", "192").replace("dense<SCALE>", "dense<0.0>")  # 144 KiB weight
+
+    def module_with(values: np.ndarray) -> object:
+        module = graphfuse.parsing.parse_text(big)
+        constant = next(op for op in module.walk() if op.name == "graph.constant")
+        constant.properties["value"] = numpy_to_dense(values, constant.results[0].type)  # type: ignore[arg-type]
+        return module
+
+    weights = rng.standard_normal((192, 192)).astype(np.float32)
+    x = rng.standard_normal((8, 192)).astype(np.float32)
+    options = CompileOptions(threads=1)
+    counts = []
+    for values in (weights, weights.copy(), weights * 2):
+        module = module_with(values)
+        expected = reference.run(module, "main", x)[0]  # type: ignore[arg-type]
+        function = graphfuse.compile(module, options=options, reuse=True)  # type: ignore[arg-type]
+        np.testing.assert_allclose(function(x), expected, rtol=1e-4, atol=1e-4)  # type: ignore[operator]
+        counts.append(builds.count)
+    assert counts == [1, 1, 2], "the same module compiled again, or another one found"
+    assert list(cache.glob("loaded-*.weights")), "the large weight was not detached"
+    graphfuse.compile(module_with(weights), options=options)  # type: ignore[arg-type]
+    assert builds.count == 3, "without reuse every compile builds"
