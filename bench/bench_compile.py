@@ -12,7 +12,10 @@ cache, another `-o`). Side by side: onnxruntime's session creation on the same f
 summed RSS sampled from /proc, and the largest single process's ru_maxrss); the weights
 (initializer bytes); `graphfuse import -o`'s module text and weights file; the library;
 `graphfuse --help` (best of 5). The compile-time targets follow, each ok or over.
-`--timing` prints graphfuse's stage tree of each cold compile.
+`--timing` prints graphfuse's stage tree of each cold compile. `--torch` adds
+torch.compile's first call on the models of graphfuse/testing/torch_models.py (bench
+sizes), graphfuse's backend beside inductor, each in a new process: cold (empty caches),
+then warm (the same caches, a new process: what a user's second run pays).
 """
 
 from __future__ import annotations
@@ -70,6 +73,28 @@ for _ in range(3):
     del session
 print(best)
 """
+
+
+TORCH_FIRST_CALL = """
+import sys, time
+import torch
+from graphfuse.testing.torch_models import SAMPLES
+name, backend = sys.argv[1], sys.argv[2]
+sample = SAMPLES[name](True)
+with torch.no_grad():
+    if backend == "graphfuse":
+        from graphfuse.compiler import CompileOptions
+        from graphfuse.torch_backend import GraphfuseBackend
+        compiled = torch.compile(sample.model, backend=GraphfuseBackend(CompileOptions()))
+    else:
+        compiled = torch.compile(sample.model)
+    start = time.perf_counter()
+    got = compiled(sample.input)
+    seconds = time.perf_counter() - start
+    torch.testing.assert_close(got, sample.model(sample.input), rtol=1e-4, atol=1e-4)
+print(seconds)
+"""
+"""torch.compile's first call (the compile) of one model with one backend, checked."""
 
 
 def tree_rss(root: int) -> int:
@@ -265,6 +290,54 @@ def measure(name: str, model: Path, graphfuse: list[str], timing: bool) -> Resul
     )
 
 
+@dataclass(frozen=True)
+class TorchResult:
+    """torch.compile's first call of one model: cold and warm, per backend (None: failed)."""
+
+    name: str
+    seconds: dict[str, tuple[float | None, float | None]]
+
+
+def measure_torch(name: str) -> TorchResult:
+    """The first call with empty caches, then again in a new process with the same caches
+    (graphfuse's and inductor's own)."""
+    found: dict[str, tuple[float | None, float | None]] = {}
+    for backend in ("graphfuse", "inductor"):
+        with tempfile.TemporaryDirectory() as work:
+            env = {
+                **os.environ,
+                "GRAPHFUSE_CACHE_DIR": str(Path(work) / "graphfuse"),
+                "TORCHINDUCTOR_CACHE_DIR": str(Path(work) / "inductor"),
+                "TRITON_CACHE_DIR": str(Path(work) / "triton"),
+            }
+            runs = [
+                measured([sys.executable, "-c", TORCH_FIRST_CALL, name, backend], env)
+                for _ in range(2)
+            ]
+        cold, warm = (float(r.stdout.split()[-1]) if r.ok else None for r in runs)
+        found[backend] = (cold, warm)
+        for label, run in zip(("cold", "warm"), runs, strict=True):
+            if not run.ok:
+                print(f"torch.compile {name} {backend} {label} failed, {run.failure()}")
+    return TorchResult(name, found)
+
+
+def print_torch(results: Sequence[TorchResult]) -> None:
+    def shown(value: float | None) -> str:
+        return f"{value:.2f} s" if value is not None else "failed"
+
+    print(
+        f"\n{'torch.compile':18} {'graphfuse cold':>15} {'warm':>8} "
+        f"{'inductor cold':>14} {'warm':>8}"
+    )
+    for r in results:
+        (g_cold, g_warm), (i_cold, i_warm) = r.seconds["graphfuse"], r.seconds["inductor"]
+        print(
+            f"{r.name:18} {shown(g_cold):>15} {shown(g_warm):>8} "
+            f"{shown(i_cold):>14} {shown(i_warm):>8}"
+        )
+
+
 def help_seconds(graphfuse: list[str]) -> float:
     """Best wall time of five `graphfuse --help` subprocesses."""
     best = float("inf")
@@ -395,6 +468,11 @@ def main() -> int:
     parser.add_argument(
         "--timing", action="store_true", help="print graphfuse's stage tree of each cold compile"
     )
+    parser.add_argument(
+        "--torch",
+        action="store_true",
+        help="also torch.compile's first call, cold and warm, graphfuse beside inductor",
+    )
     args = parser.parse_args()
     names = [n for n in MODELS if not args.only or any(s in n for s in args.only)]
     graphfuse = graphfuse_command()
@@ -408,8 +486,18 @@ def main() -> int:
     help_time = help_seconds(graphfuse)
     print_tables(list(results.values()))
     print_notes(list(results.values()), help_time)
+    torch_results = []
+    if args.torch:
+        from graphfuse.testing.torch_models import SAMPLES
+
+        torch_results = [measure_torch(name) for name in SAMPLES]
+        print_torch(torch_results)
     print("\ntargets:")
-    for target in targets(results, help_time):
+    found = targets(results, help_time)
+    for r in torch_results:
+        warm = r.seconds["graphfuse"][1]
+        found.append(Target(f"torch.compile {r.name} recompile", warm, WARM_LIMIT, "s"))
+    for target in found:
         print(target.line())
     runs = [run for r in results.values() for run in (r.imported, r.cold, r.warm, r.renamed, r.ort)]
     return 0 if all(run.ok for run in runs) else 1

@@ -63,14 +63,16 @@ def rename_library(path: Path, library: CLibrary, prefix: str, name: str) -> CLi
         dynamic = next((s for s in found if s.type == _DYNSYM), None)
         if dynamic is None:
             raise RenameError(f"{path}: has no dynamic symbol table")
+        described = _description(found, renamed, path)  # checked before anything is written
         done = _rename_in(stream, found, dynamic, names, _other_references(stream, found))
         missing = set(names) - done
         if missing:
             raise RenameError(f"{path}: exports no {sorted(missing)[0].decode()}")
         static = next((s for s in found if s.type == _SYMTAB), None)
-        if static is not None:
-            _rename_in(stream, found, static, names, [])
-        _write_description(stream, found, renamed, path)
+        if static is not None:  # what debuggers and nm show; a shared string keeps its name
+            _rename_in(stream, found, static, names, [], strict=False)
+        stream.seek(described[0])
+        stream.write(described[1])
     return renamed
 
 
@@ -80,10 +82,12 @@ def _rename_in(
     table: Section,
     names: Mapping[bytes, bytes],
     others: list[int],
+    strict: bool = True,
 ) -> set[bytes]:
     """Rename the symbols of symbol table `table` named in `names`; rebuild the hash table
-    that indexes it. Returns the old names found. `others` are string offsets referenced
-    from outside the table (the dynamic section's, the version tables')."""
+    that indexes it. Returns the old names renamed. `others` are string offsets referenced
+    from outside the table (the dynamic section's, the version tables'). A name without
+    room is a RenameError when `strict`, else left as it is."""
     strings_section = found[table.link]
     strings = bytearray(read_at(stream, strings_section.offset, strings_section.size))
     symbols = read_at(stream, table.offset, table.size)
@@ -100,6 +104,8 @@ def _rename_in(
         while room + 1 < len(strings) and strings[room + 1] == 0:
             room += 1
         if len(new) > room - start or any(start < r <= room for r in references):
+            if not strict:
+                continue
             raise RenameError(f"{old.decode()}: no room to rename it in place")
         strings[start:room] = new.ljust(room - start, b"\0")
         renamed.add(old)
@@ -191,14 +197,12 @@ def _version_definitions(data: bytes) -> list[int]:
     return offsets
 
 
-def _write_description(
-    stream: BinaryIO, found: list[Section], library: CLibrary, path: Path
-) -> None:
+def _description(found: list[Section], library: CLibrary, path: Path) -> tuple[int, bytes]:
+    """Where the description section lies, and its new bytes (NUL-padded to its size)."""
     section = next((s for s in found if s.name == DESCRIPTION_SECTION), None)
     if section is None:
         raise RenameError(f"{path}: holds no C interface description")
     text = library.to_json().encode()
     if len(text) >= section.size:
         raise RenameError(f"{path}: no room for the renamed description")
-    stream.seek(section.offset)
-    stream.write(text.ljust(section.size, b"\0"))
+    return section.offset, text.ljust(section.size, b"\0")
