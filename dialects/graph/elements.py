@@ -108,7 +108,25 @@ def numpy_to_dense(array: Array, tensor_type: TensorType[Attribute]) -> DenseInt
     elif stored.dtype == np.bool_:
         raw = np.where(stored, 0xFF, 0).astype(np.uint8).tobytes()
     else:
-        raw = np.ascontiguousarray(stored).tobytes()
+        raw = _raw_bytes(stored)
     assert isinstance(element_type, IntegerType | AnyFloat), element_type
     dense_type = cast(TensorType[IntegerType | AnyFloat], tensor_type)
     return DenseIntOrFPElementsAttr(dense_type, BytesAttr(raw))
+
+
+def _raw_bytes(array: Array) -> bytes:
+    """The array's elements in C order as bytes: the `bytes` object it views, when it
+    views the whole of one in that order (an ONNX initializer read from its file or its
+    protobuf field), so a weight's bytes are not copied once more; else a copy."""
+    owner = _base(array)
+    while isinstance(owner, np.ndarray):
+        owner = _base(cast(Array, owner))
+    if isinstance(owner, bytes) and array.flags.c_contiguous and array.nbytes == len(owner):
+        return owner
+    return np.ascontiguousarray(array).tobytes()
+
+
+def _base(array: Array) -> object:
+    """What the array's memory belongs to: NumPy's stubs say an array or None, but one
+    `np.frombuffer` made belongs to the buffer it was given."""
+    return array.base

@@ -12,7 +12,7 @@ naming the input, node or file. Problems of one node are the converters' to repo
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,8 +24,10 @@ with onnx.version_converter first."""
 STANDARD_DOMAINS = ("", "ai.onnx")
 
 
-def as_model(model: object) -> Any:
-    """A ModelProto from what `from_onnx` was given, or an ImportFailure saying why not."""
+def as_model(model: object, initializers: bool = True) -> Any:
+    """A ModelProto from what `from_onnx` was given, or an ImportFailure saying why not.
+    Read from a path without `initializers`, the main graph's initializers may keep their
+    data in external files (see `load_model`)."""
     import onnx
 
     if isinstance(model, onnx.ModelProto):
@@ -35,15 +37,21 @@ def as_model(model: object) -> Any:
         serialized = cast("bytes | bytearray | memoryview[int]", model)
         return _parse(bytes(serialized), "the bytes given")
     if isinstance(model, str | Path):
-        return load_model(model)
+        return load_model(model, initializers)
     raise ImportFailure(
         "from_onnx takes an onnx.ModelProto, its serialized bytes or the path of an .onnx "
         f"file, not {type(model).__name__}"
     )
 
 
-def load_model(path: str | Path) -> Any:
-    """Read an .onnx file and the external data it names, or say in one line why not."""
+def load_model(path: str | Path, initializers: bool = True) -> Any:
+    """Read an .onnx file and the external data it names, or say in one line why not.
+
+    Without `initializers`, the main graph's initializers keep their external data in
+    its files, for `read_initializer` to read each straight into the bytes its array
+    views: loaded into the model, a weight's bytes would be copied into the protobuf,
+    then out of it again. A model that needs a newer opset is loaded whole, since
+    onnx.version_converter takes the model as one message."""
     path = Path(path)
     if not path.exists():
         raise ImportFailure(f"{path}: no such file")
@@ -54,7 +62,7 @@ def load_model(path: str | Path) -> Any:
     except OSError as error:
         raise ImportFailure(f"{path}: cannot read ({error.strerror})") from None
     model = _parse(data, str(path), convert=False)
-    _load_external_data(model, path)
+    _load_external_data(model, path, initializers or _opset(model) < MIN_OPSET)
     return upgrade_opset(model, str(path))
 
 
@@ -72,9 +80,10 @@ def _parse(data: bytes, where: str, convert: bool = True) -> Any:
     return check_structure(model, where, convert)
 
 
-def _load_external_data(model: Any, path: Path) -> None:
+def _load_external_data(model: Any, path: Path, initializers: bool) -> None:
     """Tensors stored beside the model: each named file must exist before onnx reads it,
-    so that the message names the missing file rather than onnx's validation text."""
+    so that the message names the missing file rather than onnx's validation text.
+    Without `initializers`, the main graph's initializers are left in their files."""
     from onnx import external_data_helper
 
     tensors = [t for t in model.graph.initializer if external_data_helper.uses_external_data(t)]
@@ -85,10 +94,49 @@ def _load_external_data(model: Any, path: Path) -> None:
                 f"{path}: external data file '{location}' of tensor '{tensor.name}' is missing "
                 "(keep it beside the model)"
             )
+    held = [*_attribute_tensors(model.graph)]
+    held += [t for function in model.functions for t in _attribute_tensors(function)]
+    if initializers:
+        held = [*model.graph.initializer, *held]
     try:
-        external_data_helper.load_external_data_for_model(model, str(path.parent))
+        for tensor in held:
+            if external_data_helper.uses_external_data(tensor):
+                external_data_helper.load_external_data_for_tensor(tensor, str(path.parent))
     except Exception as error:  # onnx raises ValidationError, OSError, ValueError, ...
-        raise ImportFailure(f"{path}: cannot read external data ({_first_line(error)})") from None
+        raise _unreadable(path, error) from None
+
+
+def _attribute_tensors(graph: Any) -> Iterator[Any]:
+    """The tensors in the attributes of a graph's (or function's) nodes, and every tensor
+    of the graphs in them (If, Loop and Scan bodies: their initializers too); as
+    onnx.external_data_helper.load_external_data_for_model finds them."""
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.HasField("t"):
+                yield attribute.t
+            yield from attribute.tensors
+            bodies = [attribute.g] if attribute.HasField("g") else []
+            for body in [*bodies, *attribute.graphs]:
+                yield from body.initializer
+                yield from _attribute_tensors(body)
+
+
+def read_initializer(tensor: Any, model_path: Path | None) -> Any:
+    """An initializer as a NumPy array; one whose data `load_model` left in an external
+    file (beside `model_path`) is read from it into bytes the array views, read-only, as
+    onnx.numpy_helper gives any tensor's raw data."""
+    from onnx import external_data_helper, numpy_helper
+
+    if model_path is None or not external_data_helper.uses_external_data(tensor):
+        return numpy_helper.to_array(tensor)
+    try:
+        return numpy_helper.to_array(tensor, str(model_path.parent))
+    except Exception as error:  # as in _load_external_data
+        raise _unreadable(model_path, error) from None
+
+
+def _unreadable(path: Path, error: Exception) -> ImportFailure:
+    return ImportFailure(f"{path}: cannot read external data ({_first_line(error)})")
 
 
 def _first_line(error: BaseException) -> str:
@@ -126,7 +174,7 @@ def upgrade_opset(model: Any, where: str) -> Any:
     """A model older than opset MIN_OPSET, converted to it by onnx.version_converter (the
     adapters ONNX maintains for every op change: Split's, Squeeze's and the reductions'
     axes as inputs, Resize's and Pad's new operands, ...); newer models as they are."""
-    version = min(o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS)
+    version = _opset(model)
     if version >= MIN_OPSET:
         return model
     from onnx import version_converter
@@ -149,6 +197,11 @@ def upgrade_opset(model: Any, where: str) -> Any:
             f"{MIN_OPSET} or later"
         )
     return converted
+
+
+def _opset(model: Any) -> int:
+    """The default-domain opset the model imports (checked to be there: _check_opset)."""
+    return min(o.version for o in model.opset_import if o.domain in STANDARD_DOMAINS)
 
 
 def _flatten_old_hardmax(model: Any) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 import numpy as np
@@ -41,6 +42,7 @@ from graphfuse.frontend.onnx_checks import (
     node_label,
     parse_constants,
     parse_input_shapes,
+    read_initializer,
 )
 from graphfuse.frontend.onnx_control_flow import convert_if, convert_loop, convert_scan
 from graphfuse.frontend.onnx_inlining import expand_function, function_body, function_schema
@@ -98,7 +100,10 @@ def from_onnx(
     `constants` binds graph inputs to values known now (axes, shapes or pads a model takes
     as inputs): they are folded in and leave the function's arguments.
     """
-    importer = _Importer(as_model(model), dict(input_shapes or {}), dict(constants or {}))
+    # The weights of a model file are read where they are used, not into the model.
+    path = Path(model) if isinstance(model, str | Path) else None
+    loaded = as_model(model, initializers=False)
+    importer = _Importer(loaded, dict(input_shapes or {}), dict(constants or {}), path)
     return importer.run(name)
 
 
@@ -111,9 +116,15 @@ def _hint(name: str) -> str | None:
 
 class _Importer:
     def __init__(
-        self, model: Any, input_shapes: dict[str, Sequence[int]], constants: dict[str, Any]
+        self,
+        model: Any,
+        input_shapes: dict[str, Sequence[int]],
+        constants: dict[str, Any],
+        path: Path | None = None,
     ) -> None:
         self.model = model
+        self.path = path
+        """The model's file: its initializers' external data is read from beside it."""
         self.graph = model.graph
         self.input_shapes = input_shapes
         self.constants = constants
@@ -154,10 +165,8 @@ class _Importer:
     # ---- set-up -----------------------------------------------------------------------
 
     def _load_initializers(self) -> None:
-        from onnx import numpy_helper
-
         for tensor in self.graph.initializer:
-            array = numpy_helper.to_array(tensor)
+            array = read_initializer(tensor, self.path)
             self.values[tensor.name] = array
             self.builder.names[id(array)] = (array, tensor.name)
 
