@@ -18,22 +18,30 @@ from typing import TYPE_CHECKING
 from xdsl.context import Context
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import (
+    AnyDenseElement,
+    AnyFloat,
+    BytesAttr,
+    ComplexType,
+    DenseIntOrFPElementsAttr,
     DenseResourceAttr,
     FileLineColLoc,
+    IndexType,
     IntAttr,
+    IntegerType,
     ModuleOp,
+    RankedStructure,
     StringAttr,
     UnregisteredOp,
 )
 from xdsl.ir import Attribute, Operation, OpResult, SSAValue
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.universe import Universe
 from xdsl.utils.exceptions import (
     ParseError,
     PassFailedException,
     VerifyException,
 )
-from xdsl.utils.lexer import Input, Span
+from xdsl.utils.lexer import Input, Position, Span
 from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind
 
 from graphfuse.errors import GraphfuseError
@@ -83,6 +91,34 @@ class LocatedParser(Parser):
             line, col = self._line_and_column(span)
             op.location = FileLineColLoc(StringAttr(span.input.name), IntAttr(line), IntAttr(col))
         return op
+
+    def parse_dense_int_or_fp_elements_attr(
+        self, type: RankedStructure[AnyDenseElement] | None
+    ) -> DenseIntOrFPElementsAttr:
+        """A dense literal, its hex elements read as MLIR reads them (`float_bits`)."""
+        start = self.pos
+        value = super().parse_dense_int_or_fp_elements_attr(type)
+        return float_bits(self, start, value)
+
+    _Element = Parser._TensorLiteralElement  # pyright takes a protected name in this body
+
+    class _HexElement(_Element):
+        """A hex element of a dense literal. For a float type it stands for bits that
+        `float_bits` writes once the type is known; its value as an integer would not
+        fit some (f16 above 0xFFEF), and xDSL's conversion would fail."""
+
+        def to_type(
+            self, parser: AttrParser, type: AnyFloat | IntegerType | IndexType | ComplexType
+        ) -> int | float | tuple[int, int] | tuple[float, float]:
+            if isinstance(type, AnyFloat):
+                return 0.0
+            return super().to_type(parser, type)
+
+    def _parse_tensor_literal_element(self) -> Parser._TensorLiteralElement:
+        element = super()._parse_tensor_literal_element()
+        if "0x" not in element.span.text:  # MLIR's lexer: hex is `0x` and digits
+            return element
+        return self._HexElement(element.is_negative, element.value, element.span)
 
     def _parse_builtin_dense_resource_attr(self) -> DenseResourceAttr:
         """`dense_resource<handle> : type`, its data found once the whole text is read
@@ -164,6 +200,68 @@ class LocatedParser(Parser):
             self._line_starts = [0, *(m.end() for m in re.finditer("\n", content))]
         line = bisect.bisect_right(self._line_starts, span.start)
         return line + span.line_offset, span.start - self._line_starts[line - 1] + 1
+
+
+def float_bits(
+    parser: Parser, start: Position, value: DenseIntOrFPElementsAttr
+) -> DenseIntOrFPElementsAttr:
+    """`value`, parsed from the dense literal at `start`, with each hex element of a float
+    literal read as the float's bits, as MLIR defines it: `dense<[0xFF800000, 1.0]> :
+    tensor<2xf32>` holds -inf and 1.0. xDSL's parser reads such an element as an integer
+    value (4286578688.0), and its printer writes -inf, +inf and NaN that way. Only a
+    literal of elements whose text holds `0x` is lexed again; others (the hex-blob form
+    `dense<"0x...">` among them, which xDSL reads as bytes) come back as they are."""
+    element = value.get_element_type()
+    content = parser.lexer.input.content
+    literal = content[start : content.find(">", start)]
+    if not isinstance(element, AnyFloat) or "0x" not in literal or '"' in literal:
+        return value
+    elements = _literal_elements(parser, start)
+    if not any(e is not None for e in elements) or len(elements) not in (1, len(value)):
+        return value
+    size = element.compile_time_size
+    data = bytearray(value.data.data)
+    for index, hex_element in enumerate(elements):
+        if hex_element is not None:
+            raw = _element_bits(parser, hex_element, element)
+            if len(elements) == 1:  # a splat: the one element everywhere
+                data = bytearray(raw * len(value))
+            else:
+                data[index * size : (index + 1) * size] = raw
+    return DenseIntOrFPElementsAttr(value.type, BytesAttr(bytes(data)))
+
+
+def _literal_elements(parser: Parser, start: Position) -> list[tuple[Span[str], bool] | None]:
+    """The elements of the dense literal at `start` (at `dense` or its `<`), in order: each
+    hex element's span and whether a minus leads it, None for any other element."""
+    lexer = MLIRLexer(parser.lexer.input)
+    lexer.pos = start
+    elements: list[tuple[Span[str], bool] | None] = []
+    minus: MLIRToken | None = None
+    while (token := lexer.lex()).kind not in (MLIRTokenKind.GREATER, MLIRTokenKind.EOF):
+        if token.kind is MLIRTokenKind.MINUS:
+            minus = token
+        elif token.kind in _ELEMENT_TOKENS and token.text != "dense":
+            hexadecimal = token.kind is MLIRTokenKind.INTEGER_LIT and token.text[:2] == "0x"
+            begin = minus.span.start if minus is not None else token.span.start
+            span = Span(begin, token.span.end, token.span.input)
+            elements.append((span, minus is not None) if hexadecimal else None)
+            minus = None
+    return elements
+
+
+_ELEMENT_TOKENS = (MLIRTokenKind.INTEGER_LIT, MLIRTokenKind.FLOAT_LIT, MLIRTokenKind.BARE_IDENT)
+
+
+def _element_bits(parser: Parser, element: tuple[Span[str], bool], typ: AnyFloat) -> bytes:
+    """The bytes of `typ` a hex element stands for, refused where MLIR refuses it."""
+    span, negative = element
+    if negative:
+        parser.raise_error("hexadecimal float literal should not have a leading minus", span)
+    bits, size = int(span.text, 16), typ.compile_time_size
+    if bits >> (8 * size):
+        parser.raise_error(f"hexadecimal float constant out of range for {typ}", span)
+    return bits.to_bytes(size, "little")
 
 
 def _op_name_at(span: Span[str]) -> str:

@@ -22,11 +22,11 @@ from graphfuse.testing.fuzz.onnx_oracle import BUGS, Verdict, Worker, blank, eva
 from graphfuse.testing.fuzz.onnx_recipes import UNSUPPORTED
 from graphfuse.testing.fuzz.onnx_reduce import Reducer
 
-BATCH_SEEDS = (*range(22), 23, 24, 26)
+BATCH_SEEDS = (*range(25), 26)
 """Seeds of the fixed batch (5 to 20 nodes each; attention graphs among them, by the op
 and by hand). All passed when chosen; if one starts failing, that is a regression to fix,
-not a seed to swap. Seed 22 is left out while the fused text loses its -inf constant
-(test_onnx_fuzz_attention.test_text_keeps_negative_infinity); it belongs back in after."""
+not a seed to swap. Seed 22 holds a -inf constant its fused text must keep
+(test_onnx_fuzz_attention.test_text_keeps_negative_infinity)."""
 
 
 def _cases(seeds: Iterable[int], max_nodes: int = 40) -> Iterator[Case]:

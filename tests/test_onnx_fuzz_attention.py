@@ -154,11 +154,6 @@ def test_text_stage_failure_is_one_line(tmp_path: Path) -> None:
         onnx_text.xdsl_opt_fuse(broken)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="xDSL reads a hex element of a float dense literal (dense<[0xFF800000, ...]>, "
-    "as its printer writes -inf) as an integer value, not as the float's bits",
-)
 def test_text_keeps_negative_infinity() -> None:
     """exp(min(x @ w, [-inf, 0, ...])): the fused text and the text stage must keep the
     -inf constant (the Attention body's masked score), not 4.29e9."""

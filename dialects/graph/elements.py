@@ -98,10 +98,11 @@ def numpy_to_dense(array: Array, tensor_type: TensorType[Attribute]) -> DenseInt
     element_type: Attribute = tensor_type.get_element_type()
     stored = to_element_type(np.asarray(array).reshape(tensor_type.get_shape()), element_type)
     if stored.dtype.kind == "f" and not stored.any() and len(set(np.signbit(stored).flat)) > 1:
-        # Zeros of both signs would print as a splat of the first (xDSL's splat test
-        # compares values, and -0.0 == 0.0): the text would hold other bits than the
-        # module. All +0.0 keeps them equal, at a cost only where a result depends on a
-        # zero's sign (dividing by such a constant gives +inf where -inf was due).
+        # Zeros of both signs would be compiled as a splat of the first (the lowering's
+        # splat tests and xDSL's printer of a memref.global compare values, and -0.0 ==
+        # 0.0): the library would hold other bits than the module. All +0.0 keeps them
+        # equal, at a cost only where a result depends on a zero's sign (dividing by such
+        # a constant gives +inf where -inf was due).
         stored = np.zeros_like(stored)
     if isinstance(element_type, BFloat16Type):
         raw = (stored.view(np.uint32) >> 16).astype(np.uint16).tobytes()

@@ -77,6 +77,7 @@ from xdsl.utils.hints import isa
 from xdsl.utils.str_enum import StrEnum
 
 from graphfuse.dialects.graph import shape_rules as rules
+from graphfuse.dialects.graph.constant_format import ConstantValue
 
 # ---------------------------------------------------------------------------------------
 # Fusion kinds
@@ -1395,7 +1396,10 @@ class ConstantOp(IRDLOperation):
     """The property as written: the bytes or a `dense_resource` handle."""
     result = result_def(T)
 
-    assembly_format = "attr-dict $value"
+    # A directive, not `$value`: xDSL's printer writes -inf, +inf and NaN as hex elements
+    # its parser reads as integer values; ConstantValue writes a hex blob instead.
+    assembly_format = "attr-dict custom<ConstantValue>($value)"
+    custom_directives = (ConstantValue,)
     traits = traits_def(Pure(), ConstantLike(), FusionKindTrait(FusionKind.ELEMWISE))
 
     def __init__(self, value: DenseIntOrFPElementsAttr | DenseResourceAttr):
