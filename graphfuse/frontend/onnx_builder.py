@@ -10,6 +10,7 @@ ONNX node it came from, so a verifier failure can name the node.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -51,28 +52,34 @@ def _bfloat16() -> dict[np.dtype[Any], Attribute]:
     return {np.dtype(ml_dtypes.bfloat16): BFloat16Type()}
 
 
-_ELEMENT_TYPES: dict[np.dtype[Any], Attribute] = {
-    np.dtype(np.float32): Float32Type(),
-    np.dtype(np.float16): Float16Type(),
-    np.dtype(np.float64): Float64Type(),
-    **_bfloat16(),
-    np.dtype(np.int64): IntegerType(64),
-    np.dtype(np.int32): IntegerType(32),
-    np.dtype(np.int16): IntegerType(16),
-    np.dtype(np.int8): IntegerType(8),
-    **{
-        np.dtype(f"uint{width}"): IntegerType(width, Signedness.UNSIGNED)
-        for width in (8, 16, 32, 64)
-    },
-    np.dtype(np.bool_): IntegerType(1),
-}
+@cache
+def _element_types() -> dict[np.dtype[Any], Attribute]:
+    """The element type of each dtype an ONNX tensor may hold. Made on first use:
+    importing ml_dtypes (registering its dtypes' casts with NumPy) is the slowest import
+    graphfuse makes, and only an ONNX model needs it, when `onnx` has imported it already;
+    the command line imports this module for any input file."""
+    return {
+        np.dtype(np.float32): Float32Type(),
+        np.dtype(np.float16): Float16Type(),
+        np.dtype(np.float64): Float64Type(),
+        **_bfloat16(),
+        np.dtype(np.int64): IntegerType(64),
+        np.dtype(np.int32): IntegerType(32),
+        np.dtype(np.int16): IntegerType(16),
+        np.dtype(np.int8): IntegerType(8),
+        **{
+            np.dtype(f"uint{width}"): IntegerType(width, Signedness.UNSIGNED)
+            for width in (8, 16, 32, 64)
+        },
+        np.dtype(np.bool_): IntegerType(1),
+    }
 
 
 def known_as_element(array: Array, element: Attribute) -> Array:
     """A value known at import converted to `element`, held as the interpreter holds it:
     bf16 as float32 holding values rounded to bf16 (through ml_dtypes' bfloat16)."""
     if isinstance(element, BFloat16Type):
-        found = [d for d, e in _ELEMENT_TYPES.items() if isinstance(e, BFloat16Type)]
+        found = [d for d, e in _element_types().items() if isinstance(e, BFloat16Type)]
         if found:
             return array.astype(found[0]).astype(np.float32)
     return array.astype(numpy_dtype(element))
@@ -84,12 +91,13 @@ class ImportFailure(GraphfuseError):
 
 def element_type_of(dtype: np.dtype[Any], where: str, shown: str | None = None) -> Attribute:
     """The graph element type of a NumPy dtype (`shown`: its name in messages)."""
-    if dtype not in _ELEMENT_TYPES:
-        supported = ", ".join(str(d) for d in _ELEMENT_TYPES)
+    types = _element_types()
+    if dtype not in types:
+        supported = ", ".join(str(d) for d in types)
         raise ImportFailure(
             f"{where}: element type {shown or dtype} is not supported (only {supported})"
         )
-    return _ELEMENT_TYPES[dtype]
+    return types[dtype]
 
 
 def i64_array(values: Sequence[int]) -> DenseArrayBase[IntegerType]:
