@@ -85,7 +85,7 @@ def test_missing_weights_file_names_handle_and_file(tmp_path: Path) -> None:
     run = _xdsl_opt("-p", pipeline, path.name, cwd=tmp_path, check=False)
     assert run.returncode != 0
     last = run.stderr.strip().splitlines()[-1]
-    assert last.startswith("graphfuse.parsing.GraphfuseError: dense_resource<weight_0>: ")
+    assert last.startswith("graphfuse.errors.GraphfuseError: dense_resource<weight_0>: ")
     assert "weights file m.safetensors (named in graphfuse.weights) not found" in last
     # xdsl-opt prints a diagnostic in one line where asked to.
     run = _xdsl_opt("-p", pipeline, "--verify-diagnostics", path.name, cwd=tmp_path)
