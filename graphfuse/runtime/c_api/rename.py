@@ -166,34 +166,40 @@ def _other_references(stream: BinaryIO, found: list[Section]) -> list[int]:
     return offsets
 
 
+_VERNEED_ENTRY = (struct.Struct("<HHIII"), 1, (2,), 3, 4)
+_VERNAUX_ENTRY = (struct.Struct("<IHHII"), None, (3,), None, 4)
+_VERDEF_ENTRY = (struct.Struct("<HHHHIII"), 3, (), 5, 6)
+_VERDAUX_ENTRY = (struct.Struct("<II"), None, (0,), None, 1)
+"""How each version table's records read: (layout, index of the count of auxiliary
+records, indices of string offsets, index of the offset to the first auxiliary record,
+index of the offset to the next record)."""
+
+
 def _version_needs(data: bytes) -> list[int]:
-    offsets, at = [], 0
-    while at + 16 <= len(data):
-        _, count, file, aux, following = struct.unpack_from("<HHIII", data, at)
-        offsets.append(file)
-        entry = at + aux
-        for _ in range(count):
-            _, _, _, name, after = struct.unpack_from("<IHHII", data, entry)
-            offsets.append(name)
-            entry += after
-        if not following:
-            break
-        at += following
-    return offsets
+    return _version_names(data, _VERNEED_ENTRY, _VERNAUX_ENTRY)
 
 
 def _version_definitions(data: bytes) -> list[int]:
-    offsets, at = [], 0
-    while at + 20 <= len(data):
-        _, _, _, count, _, aux, following = struct.unpack_from("<HHHHIII", data, at)
-        entry = at + aux
-        for _ in range(count):
-            name, after = struct.unpack_from("<II", data, entry)
-            offsets.append(name)
-            entry += after
-        if not following:
+    return _version_names(data, _VERDEF_ENTRY, _VERDAUX_ENTRY)
+
+
+def _version_names(data: bytes, record: tuple, auxiliary: tuple) -> list[int]:  # type: ignore[type-arg]
+    """The string offsets of a version table: a chain of records, each with a chain of
+    auxiliary records (ELF's Verneed/Vernaux and Verdef/Verdaux)."""
+    layout, count_at, names_at, aux_at, next_at = record
+    offsets: list[int] = []
+    at = 0
+    while at + layout.size <= len(data):
+        fields = layout.unpack_from(data, at)
+        offsets += [fields[i] for i in names_at]
+        entry = at + fields[aux_at]
+        for _ in range(fields[count_at]):
+            aux = auxiliary[0].unpack_from(data, entry)
+            offsets += [aux[i] for i in auxiliary[2]]
+            entry += aux[auxiliary[4]]
+        if not fields[next_at]:
             break
-        at += following
+        at += fields[next_at]
     return offsets
 
 
