@@ -16,6 +16,9 @@ to stop at any stage; their specs joined by commas are the lines above.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Generator
+from contextlib import contextmanager
 from dataclasses import MISSING, fields
 
 from xdsl.dialects.builtin import ModuleOp
@@ -119,11 +122,12 @@ def parse(pipeline: str) -> PassPipeline:
 
 def run(pipeline: str, module: ModuleOp) -> None:
     """Apply a spec's passes to `module` in place, as `xdsl-opt -p` does (each timed, for
-    `--timing`)."""
+    `--timing`), with fewer full garbage collections."""
     ctx = make_context()
-    for one in parse(pipeline).passes:
-        with timed(one.name):
-            one.apply(ctx, module)
+    with fewer_full_collections():
+        for one in parse(pipeline).passes:
+            with timed(one.name):
+                one.apply(ctx, module)
 
 
 def run_explained(pipeline: str, module: ModuleOp) -> list[str]:
@@ -131,10 +135,38 @@ def run_explained(pipeline: str, module: ModuleOp) -> list[str]:
     would print them: for a driver that prints them after its own output is written."""
     ctx = make_context()
     decisions: list[str] = []
-    for step in parse(pipeline).passes:
-        with timed(step.name):
-            if isinstance(step, GraphFusePass):
-                decisions += [line for lines in step.fuse(ctx, module) for line in lines]
-            else:
-                step.apply(ctx, module)
+    with fewer_full_collections():
+        for step in parse(pipeline).passes:
+            with timed(step.name):
+                if isinstance(step, GraphFusePass):
+                    decisions += [line for lines in step.fuse(ctx, module) for line in lines]
+                else:
+                    step.apply(ctx, module)
     return decisions
+
+
+FULL_COLLECTION_SPACING = 100
+"""Middle-generation garbage collections between two chances of a full one while passes
+run (CPython's default: 10)."""
+
+
+@contextmanager
+def fewer_full_collections() -> Generator[None]:
+    """Within the block, CPython considers a full garbage collection after
+    FULL_COLLECTION_SPACING middle-generation collections instead of 10 (a larger spacing
+    already set is kept); the thresholds are put back on exit.
+
+    xDSL's IR is made of reference cycles (an op and its block, a value and its uses), so
+    the collector tracks every op, value and block a pass makes, and a full collection
+    walks all of them. CPython runs one whenever the objects that outlived younger
+    collections have grown by a quarter since the last: a pass that builds or clones a
+    large module walks the whole of it again and again, to free almost nothing (the IR
+    being built is alive). Young and middle collections run as before, so short-lived
+    cycles (a rewriter's worklist, an erased op) are freed as soon as ever. A driver may
+    hold the block across its other stages too (importing a model, splitting kernels)."""
+    young, middle, old = gc.get_threshold()
+    gc.set_threshold(young, middle, max(old, FULL_COLLECTION_SPACING))
+    try:
+        yield
+    finally:
+        gc.set_threshold(young, middle, old)

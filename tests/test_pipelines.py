@@ -4,6 +4,7 @@ specs, and pass names follow the one naming rule (old names still run)."""
 
 from __future__ import annotations
 
+import gc
 import re
 import subprocess
 import sys
@@ -191,3 +192,28 @@ def test_old_pass_name_still_runs(
         outputs.append((str(module), capsys.readouterr().out))
     assert outputs[0] == outputs[1]
     assert pipelines.parse(old).passes[0].name == old
+
+
+def test_fewer_full_collections_spaces_them_and_restores_the_thresholds() -> None:
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with pipelines.fewer_full_collections():
+            assert gc.get_threshold() == (700, 10, pipelines.FULL_COLLECTION_SPACING)
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(700, 10, 1000)
+        with pipelines.fewer_full_collections():
+            assert gc.get_threshold() == (700, 10, 1000)
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_run_applies_the_passes_under_fewer_full_collections() -> None:
+    seen: list[tuple[int, int, int]] = []
+    module = parse_text(TRANSFORMER.read_text())
+    gc.callbacks.append(lambda phase, info: seen.append(gc.get_threshold()))
+    try:
+        pipelines.run("graph-fuse", module)
+    finally:
+        gc.callbacks.pop()
+    assert seen and all(t[2] >= pipelines.FULL_COLLECTION_SPACING for t in seen)
