@@ -10,6 +10,7 @@ through a rewrite. Native constraints that rules may call are listed in
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -20,7 +21,7 @@ from numpy.typing import NDArray
 from xdsl.context import Context
 from xdsl.dialects import pdl
 from xdsl.ir import Operation
-from xdsl.pattern_rewriter import RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.utils.exceptions import PassFailedException
 
 from graphfuse.dialects import graph
@@ -114,10 +115,35 @@ def load_rules(text: str, name: str) -> list[RewritePattern]:
     except GraphfuseError as error:
         raise PassFailedException(str(error)) from None
     return [
-        PDLRewritePattern(op, ctx, None, native_constraints=NATIVE_CONSTRAINTS)
+        _ByRootName(
+            _root_name(op), PDLRewritePattern(op, ctx, None, native_constraints=NATIVE_CONSTRAINTS)
+        )
         for op in module.walk()
         if isinstance(op, pdl.RewriteOp)
     ]
+
+
+@dataclass(frozen=True)
+class _ByRootName(RewritePattern):
+    """A PDL rule offered only the ops named as its root is (every op when the root names
+    none). xDSL's PDL pattern sets up a matcher for each op before it compares the name,
+    and a walk offers every rule every op; the match itself is unchanged."""
+
+    root: str | None
+    rule: RewritePattern
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if self.root is None or op.name == self.root:
+            self.rule.match_and_rewrite(op, rewriter)
+
+
+def _root_name(rewrite: pdl.RewriteOp) -> str | None:
+    """The op name the rule's root `pdl.operation` requires, if any."""
+    root = rewrite.root
+    owner = root.owner if root is not None else None
+    if isinstance(owner, pdl.OperationOp) and owner.opName is not None:
+        return owner.opName.data
+    return None
 
 
 def load_rule_file(path: str) -> list[RewritePattern]:
