@@ -63,13 +63,17 @@ def _blind(kernel: loop.KernelOp) -> loop.KernelOp:
 class _Class:
     """Kernels found identical up to their globals; the first is kept."""
 
-    blind: loop.KernelOp
     members: list[loop.KernelOp] = field(default_factory=list[loop.KernelOp])
+    first_blind: loop.KernelOp | None = None
+    """The first member's blind copy, made when a second kernel of its key is compared
+    (most kernels have a key of their own, and a copy is a clone of the whole kernel)."""
 
     def admits(self, kernel: loop.KernelOp, blind: loop.KernelOp) -> bool:
-        return kernel.attributes == self.members[0].attributes and (
-            blind.body.is_structurally_equivalent(self.blind.body)
-        )
+        if kernel.attributes != self.members[0].attributes:
+            return False
+        if self.first_blind is None:
+            self.first_blind = _blind(self.members[0])
+        return blind.body.is_structurally_equivalent(self.first_blind.body)
 
     def varying(self) -> list[int]:
         """Places (in `_globals` order) where members read different globals."""
@@ -131,10 +135,10 @@ def _classes(module: ModuleOp) -> list[_Class]:
     for kernel in [op for op in module.ops if isinstance(op, loop.KernelOp)]:
         positions = frozenset(constants.get(kernel.sym_name.data, set()))
         candidates = by_key.setdefault(_shape_key(kernel, positions), [])
-        blind = _blind(kernel)
-        group = next((c for c in candidates if c.admits(kernel, blind)), None)
+        blind = _blind(kernel) if candidates else None
+        group = next((c for c in candidates if blind is not None and c.admits(kernel, blind)), None)
         if group is None:
-            group = _Class(blind)
+            group = _Class(first_blind=blind)
             candidates.append(group)
             found.append(group)
         group.members.append(kernel)
