@@ -92,18 +92,22 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> Array:
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
+def same_bits(array: Array) -> bool:
+    """Every element of a non-empty `array` holds the first one's bits: the splat test.
+    Compared as bits, not values: -0.0 == 0.0 would make zeros of both signs a splat of
+    the first (x / c then gives +inf where -inf is due), and NaN != NaN no NaN splat."""
+    flat = np.ascontiguousarray(array).reshape(-1)
+    if flat.size == 0:
+        return False
+    bits = flat.view(f"u{flat.itemsize}")
+    return bool(np.all(bits == bits[0]))
+
+
 def numpy_to_dense(array: Array, tensor_type: TensorType[Attribute]) -> DenseIntOrFPElementsAttr:
     """`array` as a dense attribute of `tensor_type` (inverse of `dense_to_numpy`), as raw
     bytes in the layout the MLIR parser produces."""
     element_type: Attribute = tensor_type.get_element_type()
     stored = to_element_type(np.asarray(array).reshape(tensor_type.get_shape()), element_type)
-    if stored.dtype.kind == "f" and not stored.any() and len(set(np.signbit(stored).flat)) > 1:
-        # Zeros of both signs would be compiled as a splat of the first (the lowering's
-        # splat tests and xDSL's printer of a memref.global compare values, and -0.0 ==
-        # 0.0): the library would hold other bits than the module. All +0.0 keeps them
-        # equal, at a cost only where a result depends on a zero's sign (dividing by such
-        # a constant gives +inf where -inf was due).
-        stored = np.zeros_like(stored)
     if isinstance(element_type, BFloat16Type):
         raw = (stored.view(np.uint32) >> 16).astype(np.uint16).tobytes()
     elif stored.dtype == np.bool_:

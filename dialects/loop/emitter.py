@@ -103,7 +103,7 @@ class Emitter(BlockBuilder):
         super().__init__(entry)
         self.entry = entry
         self._scopes: list[dict[Hashable, SSAValue]] = [{}]
-        self._constants: dict[tuple[Attribute, float | int], SSAValue] = {}
+        self._constants: dict[tuple[Attribute, float | int, bool], SSAValue] = {}
 
     # ---- insertion --------------------------------------------------------------------
 
@@ -140,7 +140,8 @@ class Emitter(BlockBuilder):
 
     def constant(self, value: float | int | bool, typ: Attribute) -> SSAValue:
         """A scalar constant of `typ`, created once at the top of the kernel."""
-        key = (typ, value)
+        # The sign tells -0.0 from 0.0, which compare (and hash) equal.
+        key = (typ, value, math.copysign(1.0, value) < 0)
         if key in self._constants:
             return self._constants[key]
         result = self.hoist(arith.ConstantOp(constant_attr(value, typ)))

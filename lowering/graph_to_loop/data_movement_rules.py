@@ -16,7 +16,7 @@ from xdsl.ir import SSAValue
 from graphfuse.dialects import graph
 from graphfuse.dialects.graph import shape_of, tensor_type_of
 from graphfuse.dialects.graph import shape_rules as rules
-from graphfuse.dialects.graph.elements import dense_to_numpy, to_element_type
+from graphfuse.dialects.graph.elements import dense_to_numpy, same_bits, to_element_type
 from graphfuse.dialects.loop.emitter import Index, compute_type, is_float
 from graphfuse.lowering.graph_to_loop import index_maps
 from graphfuse.lowering.graph_to_loop.element_builder import ElementBuilder
@@ -31,7 +31,7 @@ def _constant(builder: ElementBuilder, op: graph.ConstantOp, index: tuple[Index,
     element = tensor_type_of(op.value.get_type()).get_element_type()
     array = dense_to_numpy(op.value)
     flat = array.reshape(-1)
-    if flat.size > 0 and bool(np.all(flat == flat[0])):
+    if same_bits(flat):
         return builder.em.constant(flat[0].item(), compute_type(element))
     name, typ = builder.pool.add(op.value)
     buffer = builder.em.hoist(memref.GetGlobalOp(name, typ))

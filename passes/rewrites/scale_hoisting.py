@@ -20,16 +20,17 @@ from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from graphfuse.dialects import graph
+from graphfuse.dialects.graph.elements import same_bits
 from graphfuse.passes.rewrites.folding import constant_value, make_constant
 
 
 def _scalar(value: SSAValue) -> NDArray[Any] | None:
-    """The one value of a constant all of whose elements are equal, as a 0-d array."""
+    """The one value of a constant all of whose elements hold the same bits (zeros of both
+    signs are no scalar), as a 0-d array."""
     array = constant_value(value)
-    if array is None or array.size == 0:
+    if array is None or not same_bits(array):
         return None
-    flat = array.reshape(-1)
-    return np.asarray(flat[0]) if np.all(flat == flat[0]) else None
+    return np.asarray(array.reshape(-1)[0])
 
 
 def _wide_enough(value: SSAValue) -> bool:

@@ -55,3 +55,18 @@ func.func @kept_in_range(%q: tensor<4x64xf16>, %k: tensor<64x4xf16>, %x: tensor<
   %3 = graph.mul %2, %t : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
   func.return %1, %3 : tensor<4x4xf16>, tensor<4xf32>
 }
+
+// -----
+
+// Zeros of both signs ([0.0, -0.0] as bytes) are two values, not one scale: moved behind
+// the matmul as the first, they would give every product's zero that sign.
+// CHECK-LABEL: func.func @kept_signed_zeros
+// CHECK: %[[Z:.*]] = graph.constant dense<"0x0000000000000080"> : tensor<1x2xf32>
+// CHECK-NEXT: %[[A:.*]] = graph.mul %q, %[[Z]]
+// CHECK-NEXT: graph.matmul %[[A]], %k
+func.func @kept_signed_zeros(%q: tensor<1x2xf32>, %k: tensor<2x4xf32>) -> tensor<1x4xf32> {
+  %z = graph.constant dense<"0x0000000000000080"> : tensor<1x2xf32>
+  %0 = graph.mul %q, %z : (tensor<1x2xf32>, tensor<1x2xf32>) -> tensor<1x2xf32>
+  %1 = graph.matmul %0, %k : (tensor<1x2xf32>, tensor<2x4xf32>) -> tensor<1x4xf32>
+  func.return %1 : tensor<1x4xf32>
+}
