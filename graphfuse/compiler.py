@@ -425,8 +425,9 @@ def lower_for_cpu(
     with timed("cpu lowering"):
         pipelines.run(options.cpu_lowering(), module)
     function = _entry(module, entry)
-    # Large constants never reach the tools as text: a library written to `output` links
-    # their bytes in; one used here reserves their space and they are copied in on loading.
+    # Large constants (and zeros of both signs, which xDSL would print as one splat) never
+    # reach the tools as text: a library written to `output` links their bytes in; one used
+    # here reserves their space and they are copied in on loading.
     return CpuLowered(
         signature,
         signature.scratch(function),
