@@ -352,19 +352,21 @@ def compile(  # noqa: A001 - the name users expect, as torch.compile
         hit = compile_cache.lookup_loaded(loaded_key) if loaded_key is not None else None
         if hit is not None:
             return _from_loaded(hit, entry)
-    module = load(module_or_path, input_shapes, constants)
-    lowered = lower_for_cpu(module, entry, options)
-    signature, scratch, offsets = lowered.signature, lowered.scratch, lowered.offsets
-    kernels, detached = lowered.kernels, lowered.detached
-    cpu = options.build_target
-    with timed("build"):
-        library = build_module_library(
-            module,
-            cpu,
-            Path(output) if output is not None else None,
-            detached,
-            caller_types={entry: (signature.inputs, signature.outputs)},
-        )
+    # xDSL's IR is cyclic: full collections would walk the growing module again and again.
+    with pipelines.fewer_full_collections():
+        module = load(module_or_path, input_shapes, constants)
+        lowered = lower_for_cpu(module, entry, options)
+        signature, scratch, offsets = lowered.signature, lowered.scratch, lowered.offsets
+        kernels, detached = lowered.kernels, lowered.detached
+        cpu = options.build_target
+        with timed("build"):
+            library = build_module_library(
+                module,
+                cpu,
+                Path(output) if output is not None else None,
+                detached,
+                caller_types={entry: (signature.inputs, signature.outputs)},
+            )
     compiled = CompiledFunction(
         library,
         entry,
