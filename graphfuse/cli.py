@@ -305,15 +305,16 @@ def _compile(module: ModuleOp, args: argparse.Namespace, output: str | None = No
 
 def cmd_compile(args: argparse.Namespace) -> int:
     """Compile a graph file into a shared library, or print one stage with --emit."""
-    from graphfuse.compiler import MODULE_STAGES, Stage, lower, lower_to
-    from graphfuse.outputs import write_all
-    from graphfuse.parsing import GraphfuseError
+    from graphfuse.errors import GraphfuseError
 
     if args.target == "nvptx" and args.emit not in (None, "gpu", "ptx"):
         raise GraphfuseError(f"--target nvptx emits gpu or ptx, not {args.emit}")
     _check_outputs(args)
     if args.target == "cpu" and args.emit is None:
-        return _compile_library(args)
+        return _compile_library(args)  # imports the compiler only on a cache miss
+    from graphfuse.compiler import MODULE_STAGES, Stage, lower, lower_to
+    from graphfuse.outputs import write_all
+
     module = _load(args)
     if args.target == "nvptx" and args.emit is None:
         return _compile_nvptx(module, args)
