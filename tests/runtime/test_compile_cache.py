@@ -162,6 +162,17 @@ def test_cli_warm_compile_writes_a_loading_library(tmp_path: Path, cache: Path) 
     # the cache (the compiler's stages never start).
     assert "build" not in run.stderr and "hard-link the library" in run.stderr
     assert "graph to loop" not in run.stderr
+    imports = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "graphfuse.cli", "compile", "m.mlir"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert imports.returncode == 0, imports.stderr
+    assert "graphfuse.compiler" not in imports.stderr, "a hit loaded the compiler"
+    assert "graphfuse.passes" not in imports.stderr
     kept = list((cache / "models").glob("*.so"))
     assert len(kept) == 1 and os.path.samefile(kept[0], tmp_path / "m.so")
     found = compile_cache.lookup(next((cache / "models").glob("*.json")).stem, "again.so")
