@@ -59,8 +59,10 @@ def install_library(library: Path, destination: Path, threaded: bool) -> None:
     interface = require_interface(library)
     named = interface.library == destination.name
     with installing(destination, threaded) as install:
-        with timed("hard-link the library"):
-            linked = named and _hard_link(library, install.staged)
+        linked = False
+        if named:
+            with timed("hard-link the library"):
+                linked = _hard_link(library, install.staged)
         if linked:
             install.header = installed_header(interface, destination)
             return
