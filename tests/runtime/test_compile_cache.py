@@ -145,32 +145,29 @@ def test_modules_in_memory_are_not_keyed(cache: Path) -> None:
     assert not compiler._is_model_file("func.func @main() {\n}")
 
 
-def test_cli_warm_compile_writes_a_loading_library(tmp_path: Path, cache: Path) -> None:
-    _model(tmp_path)
-    env = {**os.environ, "GRAPHFUSE_CACHE_DIR": str(cache)}
-    for _ in range(2):
-        run = subprocess.run(
-            [sys.executable, "-m", "graphfuse.cli", "compile", "m.mlir", "--timing"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert run.returncode == 0, run.stderr
-    # The same name again: the kept library itself, hard-linked; nothing is imported but
-    # the cache (the compiler's stages never start).
-    assert "build" not in run.stderr and "hard-link the library" in run.stderr
-    assert "graph to loop" not in run.stderr
-    imports = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "graphfuse.cli", "compile", "m.mlir"],
-        cwd=tmp_path,
-        env=env,
+def _compile_command(folder: Path, cache: Path, *python: str) -> subprocess.CompletedProcess[str]:
+    """`graphfuse compile m.mlir --timing` in `folder` with `cache`, `python` options first."""
+    run = subprocess.run(
+        [sys.executable, *python, "-m", "graphfuse.cli", "compile", "m.mlir", "--timing"],
+        cwd=folder,
+        env={**os.environ, "GRAPHFUSE_CACHE_DIR": str(cache)},
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert imports.returncode == 0, imports.stderr
+    assert run.returncode == 0, run.stderr
+    return run
+
+
+def test_cli_warm_compile_writes_a_loading_library(tmp_path: Path, cache: Path) -> None:
+    _model(tmp_path)
+    _compile_command(tmp_path, cache)
+    run = _compile_command(tmp_path, cache)
+    # The same name again: the kept library itself, hard-linked; nothing is imported but
+    # the cache (the compiler's stages never start).
+    assert "build" not in run.stderr and "hard-link the library" in run.stderr
+    assert "graph to loop" not in run.stderr
+    imports = _compile_command(tmp_path, cache, "-X", "importtime")
     assert "graphfuse.compiler" not in imports.stderr, "a hit loaded the compiler"
     assert "graphfuse.passes" not in imports.stderr
     kept = list((cache / "models").glob("*.so"))
