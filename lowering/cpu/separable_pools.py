@@ -134,7 +134,9 @@ def match_pool(nest: loop.ParallelOp) -> _Pool | None:
     if reduce is None:
         return None
     loads = [op for op in reduce.body.block.ops if isinstance(op, loop.LoadOp)]
-    if not loads or any(load.indices[-1] is not loads[0].indices[-1] for load in loads):
+    if not loads or any(not load.indices for load in loads):
+        return None  # a scalar read in the window (a rank-0 buffer) is no pool's column
+    if any(load.indices[-1] is not loads[0].indices[-1] for load in loads):
         return None
     column = loads[0].indices[-1]
     ow, j = nest.body.block.args[-1], reduce.body.block.args[1]
