@@ -1,14 +1,15 @@
 """Benchmark: what `graphfuse compile` costs its user on real models, beside onnxruntime.
 
-Run: `.venv/bin/python bench/bench_compile.py [--only tiny ...] [--models-dir DIR] [--timing]`.
+Run: `.venv/bin/python bench/bench_compile.py [--only tiny ...] [--models-dir DIR] [--timing]
+[--torch]`.
 
 Models (graphfuse/testing/model_zoo.py, random weights, exported once into --models-dir and
 reused): BERT-base (weights as ONNX external data), the tests' 2-layer tiny BERT, ResNet-50,
 and two more ImageNet CNNs of the Hugging Face library (MobileNetV2, ConvNeXt-tiny). Each
 is compiled by the `graphfuse` command in a subprocess, as a user runs it: cold (an empty
 GRAPHFUSE_CACHE_DIR), warm (same cache, same command) and warm to another file name (same
-cache, another `-o`). Side by side: onnxruntime's session creation on the same file
-(ORT_ENABLE_ALL, best of 3 in one subprocess after its import); peak memory (process tree's
+cache, another `-o`). Beside them: the construction of onnxruntime's InferenceSession on the
+same file (ORT_ENABLE_ALL, best of 3 in one subprocess after its import); peak memory (process tree's
 summed RSS sampled from /proc, and the largest single process's ru_maxrss); the weights
 (initializer bytes); `graphfuse import -o`'s module text and weights file; the library;
 `graphfuse --help` (best of 5). The compile-time targets follow, each ok or over.
