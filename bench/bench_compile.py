@@ -5,18 +5,18 @@ Run: `.venv/bin/python bench/bench_compile.py [--only tiny ...] [--models-dir DI
 
 Models (graphfuse/testing/model_zoo.py, random weights, exported once into --models-dir and
 reused): BERT-base (weights as ONNX external data), the tests' 2-layer tiny BERT, ResNet-50,
-and two more ImageNet CNNs of the Hugging Face library (MobileNetV2, ConvNeXt-tiny). Each
-is compiled by the `graphfuse` command in a subprocess, as a user runs it: cold (an empty
+and two more ImageNet CNNs of the Hugging Face library (MobileNetV2, ConvNeXt-tiny). Each is
+compiled by the `graphfuse` command in a subprocess, as a user runs it: cold (an empty
 GRAPHFUSE_CACHE_DIR), warm (same cache, same command) and warm to another file name (same
 cache, another `-o`). Beside them: the construction of onnxruntime's InferenceSession on the
-same file (ORT_ENABLE_ALL, best of 3 in one subprocess after its import); peak memory (process tree's
-summed RSS sampled from /proc, and the largest single process's ru_maxrss); the weights
-(initializer bytes); `graphfuse import -o`'s module text and weights file; the library;
-`graphfuse --help` (best of 5). The compile-time targets follow, each ok or over.
+same file (ORT_ENABLE_ALL, best of 3 in one subprocess after its import); peak memory
+(process tree's summed RSS sampled from /proc, and the largest single process's ru_maxrss);
+the weights (initializer bytes); `graphfuse import -o`'s module text and weights file; the
+library; `graphfuse --help` (best of 5). The compile-time targets follow, each ok or over.
 `--timing` prints graphfuse's stage tree of each cold compile. `--torch` adds
-torch.compile's first call on the models of graphfuse/testing/torch_models.py (bench
-sizes), graphfuse's backend beside inductor, each in a new process: cold (empty caches),
-then warm (the same caches, a new process: what a user's second run pays).
+torch.compile's first call on the models of graphfuse/testing/torch_models.py (bench sizes),
+graphfuse's backend beside inductor, each in a new process: cold (empty caches), then warm
+(the same caches, a new process: what a user's second run pays).
 """
 
 from __future__ import annotations
