@@ -340,16 +340,14 @@ def store(key: str, library: Path, signature: Mapping[str, Any]) -> None:
     a hard link, else a copy when the entry has no library yet. Best effort: a cache that
     cannot be written (a full disk) costs the next compile its speed, never this one its
     result."""
+    from graphfuse.runtime.install import hard_link
+
     try:
         folder = _folder("models")
         kept = _library_path(folder, key, library.name)
         staged = stage_file(folder, suffix=".so")
         try:
-            linked = staged.with_name(staged.name + ".link")
-            try:
-                os.link(library, linked)
-                os.replace(linked, staged)
-            except OSError:
+            if not hard_link(library, staged):
                 if any(folder.glob(f"{key}.*.so")):
                     return  # one copy is enough: other names are renamed from it
                 shutil.copyfile(library, staged)  # in the kernel: no 440 MB in memory

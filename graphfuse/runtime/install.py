@@ -62,7 +62,7 @@ def install_library(library: Path, destination: Path, threaded: bool) -> None:
         linked = False
         if named:
             with timed("hard-link the library"):
-                linked = _hard_link(library, install.staged)
+                linked = hard_link(library, install.staged)
         if linked:
             install.header = installed_header(interface, destination)
             return
@@ -75,7 +75,7 @@ def install_library(library: Path, destination: Path, threaded: bool) -> None:
         )
 
 
-def _hard_link(source: Path, staged: Path) -> bool:
+def hard_link(source: Path, staged: Path) -> bool:
     """Replace the file `staged` with a hard link to `source`; False where the file system
     has none (another device, no hard links)."""
     linked = staged.with_name(staged.name + ".link")
